@@ -20,6 +20,7 @@ class Config(Model):
     patterns: list[str] = []
     output: str = "."
     steps: str = "steps"
+    prompts: str = "prompts"  # project prompt templates (`<NAME>.j2`), overriding the shipped ones
 
     @property
     def output_dir(self) -> Path:

@@ -1,0 +1,172 @@
+"""The `dd` command line (also `python -m generator`)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from generator.config import load_config
+from generator.models import DDError, Diagnostic
+from generator.project import Project
+
+out = Console(highlight=False, soft_wrap=True)
+err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+
+def print_diagnostics(diags: list[Diagnostic], fmt: str = "text") -> None:
+    """Compiler-style lines (`path:line:col: error[CODE]: message`) or a JSON document."""
+    if fmt == "json":
+        click.echo(json.dumps({"diagnostics": [d.model_dump(mode="json") for d in diags]}, indent=2))
+        return
+    for diag in diags:
+        click.echo(diag.render())
+    errors = sum(d.severity == "error" for d in diags)
+    warnings = len(diags) - errors
+    if diags:
+        err.print(f"{errors} error(s), {warnings} warning(s)")
+
+
+def load_project(docs: tuple[str, ...] = ()) -> Project:
+    """Load the project of the current directory; config errors exit 1 with diagnostics."""
+    try:
+        return Project.load(Path.cwd(), [Path(d) for d in docs] or None)
+    except DDError as exc:
+        print_diagnostics(exc.diagnostics)
+        sys.exit(1)
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="rlsched", prog_name="dd")
+def cli() -> None:
+    """dd: design documents in, checked and traceable Python out.
+
+    Typical loop: `dd check`, `dd plan DOC`, `dd next`, `dd step start N`, `dd expand`,
+    `dd step done N`.
+    """
+
+
+@cli.command()
+@click.argument("docs", nargs=-1, type=click.Path(dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def check(docs: tuple[str, ...], fmt: str) -> None:
+    """Check design documents (all configured ones, or DOCS); exit 1 on any error."""
+    project = load_project(docs)
+    diags = project.check()
+    if docs:
+        wanted = {project.config.rel(Path(d)) for d in docs}
+        diags = [d for d in diags if d.loc.path in wanted]
+    print_diagnostics(diags, fmt)
+    if fmt == "text" and not diags:
+        err.print(f"ok: {len(project.documents)} document(s), {sum(len(d.specs()) for d in project.documents)} spec(s)")
+    sys.exit(1 if any(d.severity == "error" for d in diags) else 0)
+
+
+@cli.command()
+@click.option("--check", "check_only", is_flag=True, help="Exit 1 when regeneration would change anything; write nothing.")
+@click.option("--diff", "show_diff", is_flag=True, help="Show the unified diff of what would change.")
+@click.option("--force", is_flag=True, help="Overwrite hand-edited or unmanaged files.")
+def expand(check_only: bool, show_diff: bool, force: bool) -> None:
+    """Generate the packages described by the design documents, all or nothing."""
+    project = load_project()
+    try:
+        changes = project.pending_changes()
+        if show_diff:
+            for change in changes:
+                click.echo(change.diff(), nl=False)
+        if check_only:
+            for change in changes:
+                click.echo(f"would {change.action} {change.path}")
+            if changes:
+                err.print(f"{len(changes)} file(s) out of date: run `dd expand`")
+            sys.exit(1 if changes else 0)
+        changed = project.expand(force=force)
+    except DDError as exc:
+        print_diagnostics(exc.diagnostics)
+        sys.exit(1)
+    for path in changed:
+        click.echo(path)
+    err.print(f"{len(changed)} file(s) changed" if changed else "up to date")
+
+
+@cli.command()
+@click.argument("name")
+@click.option("--title", help="Document title (default: NAME in words).")
+@click.option("--package", help="Target package (default: the package of the first existing document, or NAME).")
+def new(name: str, title: str | None, package: str | None) -> None:
+    """Create design/NAME.md from the template."""
+    if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_\-]*", name):
+        raise click.BadParameter("use letters, digits, '-' and '_'", param_hint="NAME")
+    config = load_config()
+    docs_dir = config.root / (config.docs[0] if config.docs else "design")
+    target = docs_dir / f"{name}.md"
+    if target.exists():
+        err.print(f"{config.rel(target)}: already exists; nothing written")
+        sys.exit(1)
+    if package is None:
+        existing = Project.load(config.root).documents
+        package = existing[0].front.package if existing else re.sub(r"\W", "_", name).lower()
+    if not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", package):
+        raise click.BadParameter("not a dotted Python name", param_hint="--package")
+    text = template_text()
+    text = (
+        text.replace("__TITLE__", title or name.replace("_", " ").replace("-", " ").capitalize())
+        .replace("__PACKAGE__", package)
+        .replace("__MODULE__", re.sub(r"\W", "_", name).lower())
+        .replace("__DATE__", dt.date.today().isoformat())
+    )
+    docs_dir.mkdir(parents=True, exist_ok=True)
+    target.write_text(text, encoding="utf-8")
+    click.echo(config.rel(target))
+
+
+def template_text() -> str:
+    """design/template.md: shipped in the wheel as generator/_template.md, else from the checkout."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "_template.md", here.parent / "design" / "template.md"):
+        if candidate.is_file():
+            return candidate.read_text(encoding="utf-8")
+    raise click.ClickException("design template not found in the installation")
+
+
+@cli.command()
+@click.argument("pattern_id", required=False)
+def patterns(pattern_id: str | None) -> None:
+    """List the pattern library, or show one pattern with its example expansion."""
+    project = load_project()
+    lib = project.library
+    if pattern_id is None:
+        table = Table("id", "kind", "parameters", "summary", box=None)
+        for pat in lib:
+            params = ", ".join(p.name if p.required else f"{p.name}={p.default}" for p in pat.params)
+            table.add_row(pat.id, pat.kind, params, pat.summary)
+        out.print(table)
+        return
+    pat = lib.get(pattern_id)
+    if pat is None:
+        err.print(f"unknown pattern {pattern_id}")
+        sys.exit(1)
+    out.print(f"{pat.id} ({pat.kind}) defined at {pat.loc}\n{pat.summary}\nexample: # {pat.kind}: {pat.example}")
+
+
+def _register_extensions() -> None:
+    from generator.cli_steps import register
+
+    register(cli)
+
+
+_register_extensions()
+
+
+def main() -> None:
+    cli(prog_name="dd")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,185 @@
+"""Byte-minimal edits of a design document's text, and atomic file writes.
+
+Every function here takes the document text and returns the edited text; bytes outside the
+edited value or the inserted lines are left exactly as they were (line endings included).
+Positions come from the parser's `Loc`s (1-based line and column, the column counted in
+characters), so callers must pass the `Document`/`Step` parsed from the same `text`.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+from pathlib import Path
+
+from generator.models import Document, Step
+from generator.plan import step_field
+
+
+class EditError(ValueError):
+    """The requested edit does not fit the text (stale positions, missing section...)."""
+
+
+def _split_nl(text: str) -> list[str]:
+    """Split on `\\n` only, keeping the terminators (a `\\r` stays part of its line)."""
+    parts = text.split("\n")
+    out = [p + "\n" for p in parts[:-1]]
+    if parts[-1]:
+        out.append(parts[-1])
+    return out
+
+
+def _newline(text: str) -> str:
+    """The document's line terminator (`\\r\\n` when its first line uses it)."""
+    first = text.find("\n")
+    return "\r\n" if first > 0 and text[first - 1] == "\r" else "\n"
+
+
+def _body(line: str) -> str:
+    """A line without its terminator."""
+    return line.rstrip("\n").removesuffix("\r")
+
+
+def _ending(line: str) -> str:
+    return line[len(_body(line)):]
+
+
+# A non-blank line that is not a new bullet, heading, fence or table row continues a list item.
+_CONTINUATION = re.compile(r"^(?!\s{0,3}(?:[-*+]\s|#|```|~~~|\|))\s*\S")
+
+
+def set_step_fields(text: str, step: Step, updates: dict[str, str]) -> str:
+    """Set several `- key: value` fields of `step` (parsed from `text`) in one edit.
+
+    An existing field has just its value replaced (from its `loc` to the end of the value);
+    absent fields are added, in `updates` order, as new lines right after the step's last field
+    (after the heading when it has none). Raises EditError when a field's position does not
+    hold its parsed value (the Step was not parsed from this text).
+    """
+    lines = _split_nl(text)
+    nl = _newline(text)
+    added: list[str] = []
+    for key, value in updates.items():
+        if "\n" in value or "\r" in value:
+            raise EditError(f"field value for `{key}` must be a single line")
+        f = step_field(step, key)
+        if f is None:
+            added.append(f"- {key}: {value}{nl}")
+            continue
+        idx, col = f.loc.line - 1, f.loc.col - 1
+        if not 0 <= idx < len(lines):
+            raise EditError(f"field `{key}` of Step {step.number} is at line {f.loc.line}, past the end")
+        body = _body(lines[idx])
+        if body[col:col + len(f.value)] == f.value:
+            end = col + len(f.value)
+        elif body[col:].strip() == f.value.strip():
+            end = len(body.rstrip())
+        else:
+            raise EditError(f"line {f.loc.line} does not hold field `{key}` of Step {step.number}")
+        lines[idx] = body[:col] + value + body[end:] + _ending(lines[idx])
+    if added:
+        after = max((f.loc.line for f in step.fields), default=step.loc.line)
+        if after > len(lines):
+            raise EditError(f"Step {step.number} ends past the end of the text")
+        while step.fields and after < len(lines) and _CONTINUATION.match(_body(lines[after])):
+            after += 1  # a multi-line last field: insert after its continuation lines
+        if not lines[after - 1].endswith("\n"):
+            lines[after - 1] += nl
+        lines[after:after] = added
+    return "".join(lines)
+
+
+def set_step_field(text: str, step: Step, key: str, value: str) -> str:
+    """Set one field of `step`; see `set_step_fields`."""
+    return set_step_fields(text, step, {key: value})
+
+
+def _section_bounds(doc: Document, number: int) -> tuple[int, int]:
+    """(heading line, last line) of section `number`, 1-based inclusive; EditError if absent."""
+    section = doc.section(number)
+    if section is None:
+        raise EditError(f"{doc.path} has no Section {number}")
+    return section.loc.line, section.end_line
+
+
+def _insert_block(lines: list[str], at: int, block: list[str], nl: str) -> None:
+    """Insert `block` (lines without terminators) after 0-based index `at - 1`, separated from
+    neighbouring non-blank lines by exactly one blank line."""
+    if at > 0 and not lines[at - 1].endswith("\n"):
+        lines[at - 1] += nl
+    new = [b + nl for b in block]
+    if at > 0 and _body(lines[at - 1]).strip():
+        new.insert(0, nl)
+    if at >= len(lines) or _body(lines[at]).strip():
+        new.append(nl)
+    lines[at:at] = new
+
+
+def insert_plan(text: str, doc: Document, markdown: str) -> str:
+    """Insert `markdown` (rendered steps) into `doc`'s Section 6, which must have no steps yet.
+
+    The steps go after the section's heading and prose (before its trailing blank lines),
+    separated by one blank line on each side; nothing else changes.
+    """
+    if doc.steps:
+        raise EditError(f"{doc.path} already has a plan ({len(doc.steps)} steps)")
+    head, last = _section_bounds(doc, 6)
+    lines = _split_nl(text)
+    last = min(last, len(lines))
+    while last > head and not _body(lines[last - 1]).strip():
+        last -= 1
+    _insert_block(lines, last, markdown.rstrip("\n").split("\n"), _newline(text))
+    return "".join(lines)
+
+
+_FENCE = re.compile(r"^(```+|~~~+)\s*(\S*)")
+
+
+def set_plan_block(text: str, doc: Document, info: str, content: str) -> str:
+    """Replace the body of the first ```` ```info ```` block in Section 6 with `content`, or
+    insert such a block right before the first step (at the end of the section when it has no
+    steps). Only the block's lines change."""
+    head, last = _section_bounds(doc, 6)
+    lines = _split_nl(text)
+    nl = _newline(text)
+    body = content.rstrip("\n").split("\n")
+    i = head  # 0-based index of the line after the heading
+    while i < min(last, len(lines)):
+        m = _FENCE.match(_body(lines[i]))
+        if m:
+            close = next((j for j in range(i + 1, len(lines)) if _body(lines[j]).strip() == m.group(1)), None)
+            if close is None:
+                raise EditError(f"unclosed code block at {doc.path}:{i + 1}")
+            if m.group(2) == info:
+                lines[i + 1:close] = [b + nl for b in body]
+                return "".join(lines)
+            i = close
+        i += 1
+    at = doc.steps[0].loc.line - 1 if doc.steps else min(last, len(lines))
+    while at > head and not _body(lines[at - 1]).strip():
+        at -= 1
+    _insert_block(lines, at, [f"```{info}", *body, "```"], nl)
+    return "".join(lines)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def atomic_write(path: Path, text: str | bytes) -> None:
+    """Replace `path` with `text` atomically (temporary sibling, then `os.replace`); `str` is
+    written as UTF-8 with no newline translation."""
+    data = text.encode("utf-8") if isinstance(text, str) else text
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".dd-tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.chmod(tmp, path.stat().st_mode & 0o7777 if path.exists() else 0o666 & ~_umask())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise

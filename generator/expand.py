@@ -1,0 +1,241 @@
+"""Expand a spec's `# VAL:` / `# AST:` annotations into statements, with libcst.
+
+Each annotation comment stays where it is and the rendered statements are inserted right after
+it; everything else keeps its exact bytes. Expansion is idempotent: when the statements right
+after a comment already equal its rendering, nothing is inserted.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import tokenize
+from collections.abc import Sequence
+
+import libcst as cst
+from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+
+from generator.models import Annotation, DDError, Diagnostic, Loc, Spec
+from generator.patterns import PatternLibrary, render_annotation
+
+_INDENT_UNIT = 4  # rendered pattern code is indented with 4 spaces
+
+
+def _reindent(source: str, indent: str, newline: str) -> str:
+    """Rendered source (4-space indents, `\\n`) in the module's indent and newline style."""
+    lines = []
+    for line in source.splitlines():
+        stripped = line.lstrip(" ")
+        depth, rest = divmod(len(line) - len(stripped), _INDENT_UNIT)
+        lines.append(indent * depth + " " * rest + stripped)
+    return "".join(line + newline for line in lines)
+
+
+def render_statements(
+    ann: Annotation, lib: PatternLibrary, symbol: str, module: cst.Module
+) -> list[cst.BaseStatement]:
+    """The annotation's rendering as statements parsed in `module`'s style (no leading lines)."""
+    source = _reindent(
+        render_annotation(ann, lib, symbol), module.default_indent, module.default_newline
+    )
+    parsed = cst.parse_module(source, config=module.config_for_parsing)
+    return [stmt.with_changes(leading_lines=()) for stmt in parsed.body]
+
+
+def _is_docstring(stmt: cst.BaseStatement) -> bool:
+    return (
+        isinstance(stmt, cst.SimpleStatementLine)
+        and len(stmt.body) == 1
+        and isinstance(stmt.body[0], cst.Expr)
+        and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+    )
+
+
+class _Expander(cst.CSTTransformer):
+    """Inserts rendered statements after annotation comments in function bodies.
+
+    `rendered` maps a code line (1-based) to the statements of the annotation on that line.
+    Lines placed (or found already expanded) are collected in `placed`; annotations sitting
+    before a function's docstring are collected in `before_docstring`.
+    """
+
+    def __init__(
+        self,
+        module: cst.Module,
+        positions: dict[cst.CSTNode, CodeRange],
+        rendered: dict[int, list[cst.BaseStatement]],
+    ) -> None:
+        super().__init__()
+        self.module = module
+        self.positions = positions
+        self.rendered = rendered
+        self.placed: set[int] = set()
+        self.before_docstring: set[int] = set()
+        self._scopes: list[cst.CSTNode] = []  # enclosing FunctionDef / ClassDef nodes
+
+    # scope tracking: only blocks whose innermost enclosing definition is a def are expanded
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._scopes.append(node)
+
+    def leave_FunctionDef(
+        self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef
+    ) -> cst.FunctionDef:
+        self._scopes.pop()
+        return updated_node
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._scopes.append(node)
+
+    def leave_ClassDef(
+        self, original_node: cst.ClassDef, updated_node: cst.ClassDef
+    ) -> cst.ClassDef:
+        self._scopes.pop()
+        return updated_node
+
+    def _annotation_line(self, line: cst.EmptyLine) -> int | None:
+        """The code line of `line` when it is an annotation comment to expand, else None."""
+        if line.comment is None:
+            return None
+        number = self.positions[line].start.line
+        return number if number in self.rendered else None
+
+    def _code(self, stmts: Sequence[cst.BaseStatement]) -> list[str]:
+        return [self.module.code_for_node(stmt) for stmt in stmts]
+
+    def _already_expanded(self, number: int, following: Sequence[cst.BaseStatement]) -> bool:
+        """True when `following` (first one without leading lines) starts with the rendering."""
+        want = self.rendered[number]
+        if len(following) < len(want):
+            return False
+        head = [following[0].with_changes(leading_lines=()), *following[1 : len(want)]]
+        return self._code(head) == self._code(want)
+
+    def leave_IndentedBlock(
+        self, original_node: cst.IndentedBlock, updated_node: cst.IndentedBlock
+    ) -> cst.IndentedBlock:
+        scope = self._scopes[-1] if self._scopes else None
+        if not isinstance(scope, cst.FunctionDef):
+            return updated_node
+        is_function_body = scope.body is original_node
+        body: list[cst.BaseStatement] = []
+        for index, (orig, stmt) in enumerate(zip(original_node.body, updated_node.body)):
+            pending: list[cst.EmptyLine] = []
+            last = len(orig.leading_lines) - 1
+            for i, (orig_line, line) in enumerate(zip(orig.leading_lines, stmt.leading_lines)):
+                pending.append(line)
+                number = self._annotation_line(orig_line)
+                if number is None:
+                    continue
+                if is_function_body and index == 0 and _is_docstring(stmt):
+                    self.before_docstring.add(number)
+                    continue
+                self.placed.add(number)
+                if i == last and self._already_expanded(number, updated_node.body[index:]):
+                    continue
+                body += self._insert(number, pending)
+                pending = []
+            body.append(stmt.with_changes(leading_lines=pending))
+        footer: list[cst.EmptyLine] = []
+        for orig_line, line in zip(original_node.footer, updated_node.footer):
+            footer.append(line)
+            number = self._annotation_line(orig_line)
+            if number is not None:
+                self.placed.add(number)
+                body += self._insert(number, footer)
+                footer = []
+        return updated_node.with_changes(body=body, footer=footer)
+
+    def _insert(self, number: int, leading: list[cst.EmptyLine]) -> list[cst.BaseStatement]:
+        first, *rest = self.rendered[number]
+        return [first.with_changes(leading_lines=leading), *rest]
+
+
+_ANNOTATION_COMMENT = re.compile(r"#\s*(VAL|AST)")
+
+
+def annotation_comment_lines(code: str) -> list[int]:
+    """Code lines (1-based, in order) of own-line comments that start like an annotation."""
+    lines = []
+    for tok in tokenize.generate_tokens(io.StringIO(code).readline):
+        own_line = not tok.line[: tok.start[1]].strip()
+        if tok.type == tokenize.COMMENT and own_line and _ANNOTATION_COMMENT.match(tok.string):
+            lines.append(tok.start[0])
+    return lines
+
+
+def _match_comments(
+    code: str, first_line: int, annotations: list[Annotation]
+) -> dict[int, Annotation]:
+    """Map each annotation comment's code line to its annotation.
+
+    Matching is by order, not by line, so that already-expanded code (where the comments moved
+    down) still maps to the document's annotations; each comment must name its pattern.
+    """
+    lines = annotation_comment_lines(code)
+    ordered = sorted(annotations, key=lambda a: a.loc.line)
+    errors = []
+    for number, ann in zip(lines, ordered, strict=False):
+        text = code.splitlines()[number - 1].strip()
+        if f"{ann.kind}: {ann.pattern}(" not in text:
+            errors.append(_dd055(ann, f"code line {number} holds {text!r}, not this annotation"))
+    for ann in ordered[len(lines) :]:
+        errors.append(_dd055(ann, "no annotation comment for it in the code"))
+    for number in lines[len(ordered) :]:
+        loc = Loc(path=ordered[0].loc.path if ordered else "<code>", line=first_line + number - 1)
+        errors.append(Diagnostic(loc=loc, code="DD055", message="annotation comment not parsed"))
+    if errors:
+        raise DDError(errors)
+    return dict(zip(lines, ordered, strict=True))
+
+
+def expand_code(
+    code: str,
+    first_line: int,
+    annotations: list[Annotation],
+    lib: PatternLibrary,
+    symbol: str,
+) -> str:
+    """`code` with every annotation's statements inserted after its comment.
+
+    `first_line` is the document line of the code's first line. The annotations (as parsed from
+    the document) are matched to the code's annotation comments in order, so expanding
+    already-expanded code changes nothing. Raises DDError: the annotations' own diagnostics
+    (DD050-DD053, DD091), or DD055 for an annotation whose comment is not an own-line comment
+    inside a function body, after the docstring, where statements can follow. Everything else
+    keeps its exact bytes.
+    """
+    if not annotations:
+        return code
+    by_line = _match_comments(code, first_line, annotations)
+    module = cst.parse_module(code)
+    rendered: dict[int, list[cst.BaseStatement]] = {}
+    errors: list[Diagnostic] = []
+    for number, ann in by_line.items():
+        try:
+            rendered[number] = render_statements(ann, lib, symbol, module)
+        except DDError as exc:
+            errors += exc.diagnostics
+    if errors:
+        raise DDError(errors)
+    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
+    expander = _Expander(module, dict(wrapper.resolve(PositionProvider)), rendered)
+    expanded = module.visit(expander)
+    for number, ann in by_line.items():
+        if number in expander.before_docstring:
+            errors.append(_dd055(ann, "an annotation may not precede the docstring"))
+        elif number not in expander.placed:
+            errors.append(_dd055(ann, "annotation is not an own-line comment in a function body"))
+    if errors:
+        raise DDError(errors)
+    return expanded.code
+
+
+def _dd055(ann: Annotation, message: str) -> Diagnostic:
+    return Diagnostic(loc=ann.loc, code="DD055", message=f"{ann.pattern}: {message}")
+
+
+def expand_spec(spec: Spec, lib: PatternLibrary) -> str:
+    """The spec's code block with its annotations expanded ('' for a spec without code)."""
+    if spec.code is None:
+        return ""
+    return expand_code(spec.code.code, spec.code.loc.line, spec.annotations, lib, spec.name)

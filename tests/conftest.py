@@ -1,0 +1,71 @@
+"""Shared fixtures: temporary dd projects and an in-process CLI runner."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+REPO = Path(__file__).resolve().parent.parent
+
+PYPROJECT = """\
+[project]
+name = "demo-project"
+version = "0.0.1"
+
+[tool.dd]
+docs = ["design"]
+exclude = []
+"""
+
+
+def make_project(root: Path, docs: dict[str, str]) -> Path:
+    """Write a minimal dd project (pyproject.toml + design/<name>.md) under `root`."""
+    (root / "pyproject.toml").write_text(PYPROJECT, encoding="utf-8")
+    (root / "design").mkdir(exist_ok=True)
+    for name, text in docs.items():
+        (root / "design" / name).write_text(text, encoding="utf-8")
+    return root
+
+
+def snapshot(root: Path) -> dict[str, bytes]:
+    """Every file under `root` with its bytes (to prove that nothing was written)."""
+    return {
+        p.relative_to(root).as_posix(): p.read_bytes()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and "__pycache__" not in p.parts
+    }
+
+
+@pytest.fixture
+def dd(monkeypatch: pytest.MonkeyPatch) -> Callable[..., Result]:
+    """Run `dd ARGS...` in-process in a given directory: `dd(cwd, "check")`."""
+    from generator.cli import cli
+
+    def run(cwd: Path, *args: str) -> Result:
+        monkeypatch.chdir(cwd)
+        return CliRunner().invoke(cli, list(args), catch_exceptions=False)
+
+    return run
+
+
+@pytest.fixture
+def template_doc() -> Callable[[str], str]:
+    """design/template.md instantiated for package `pkg` (a valid document)."""
+
+    def render(package: str = "demo") -> str:
+        text = (REPO / "design" / "template.md").read_text(encoding="utf-8")
+        return (
+            text.replace("__TITLE__", "Demo registry")
+            .replace("__PACKAGE__", package)
+            .replace("__MODULE__", "registry")
+            .replace("__DATE__", "2026-11-21")
+        )
+
+    return render
+
+
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
