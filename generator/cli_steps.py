@@ -26,8 +26,12 @@ from generator.project import Project
 _console = Console(highlight=False, soft_wrap=True)
 _err = Console(stderr=True, highlight=False, soft_wrap=True)
 
-DOC_OPTION = click.option("--doc", "doc_arg", type=click.Path(dir_okay=False),
-                          help="The design document (needed when several documents have plans).")
+DOC_OPTION = click.option(
+    "--doc",
+    "doc_arg",
+    type=click.Path(dir_okay=False),
+    help="The design document (needed when several documents have plans).",
+)
 
 
 def _print_diagnostics(diags: list[Diagnostic]) -> None:
@@ -84,7 +88,9 @@ def plan(doc: str | None) -> None:
             _print_diagnostics(diags)
             failed |= any(x.severity == "error" for x in diags)
             if written:
-                click.echo(f"{d.path}: wrote a plan of {len(written)} steps to Section 6; review it, then `dd next`")
+                click.echo(
+                    f"{d.path}: wrote a plan of {len(written)} steps to Section 6; review it, then `dd next`"
+                )
             elif not diags:
                 click.echo(f"{d.path}: plan ok ({len(d.steps)} steps)")
     sys.exit(1 if failed else 0)
@@ -106,7 +112,9 @@ def status(as_json: bool) -> None:
         for s in d["steps"]:
             deps = ", ".join(map(str, s["depends_on"])) or "-"
             commit = (s["commit"] or "")[:10] or "-"
-            table.add_row(str(s["id"]), s["title"], s["status"], deps, str(len(s["methods"])), commit)
+            table.add_row(
+                str(s["id"]), s["title"], s["status"], deps, str(len(s["methods"])), commit
+            )
         if not d["steps"]:
             table.add_row("-", "no plan: run `dd plan`", "", "", "", "")
         _console.print(table)
@@ -120,12 +128,18 @@ def next_cmd(doc_arg: str | None) -> None:
     with _refusals():
         docs = [st.select_document(project, doc_arg)] if doc_arg else st.planned_documents(project)
         if not docs:
-            raise st.StepError("no document has an implementation plan yet: run `dd plan DOC` first")
+            raise st.StepError(
+                "no document has an implementation plan yet: run `dd plan DOC` first"
+            )
     for doc in docs:
         step = st.next_ready(doc)
         if step is None:
             left = [s for s in doc.steps if s.status is not StepStatus.done]
-            why = "all steps are DONE" if not left else "no step is ready (finish the IN_PROGRESS ones)"
+            why = (
+                "all steps are DONE"
+                if not left
+                else "no step is ready (finish the IN_PROGRESS ones)"
+            )
             click.echo(f"{doc.path}: {why}")
             continue
         click.echo(f"{doc.path}: Step {step.number}: {step.title}")
@@ -161,7 +175,9 @@ def step_start(number: int, doc_arg: str | None) -> None:
     with _refusals():
         changed = st.start_step(project, doc, number)
     state = "is now" if changed else "was already"
-    click.echo(f"{doc.path}: Step {number} {state} IN_PROGRESS; run `dd expand`, then `dd step verify {number}`")
+    click.echo(
+        f"{doc.path}: Step {number} {state} IN_PROGRESS; run `dd expand`, then `dd step verify {number}`"
+    )
 
 
 @step_group.command("verify")
@@ -191,7 +207,9 @@ def step_done(number: int, doc_arg: str | None, no_commit: bool) -> None:
     for r in result.results:
         _echo_result(r)
     if result.committed:
-        click.echo(f"{doc.path}: Step {number} DONE, committed {result.committed[:10]} ({len(result.paths)} files)")
+        click.echo(
+            f"{doc.path}: Step {number} DONE, committed {result.committed[:10]} ({len(result.paths)} files)"
+        )
     else:
         click.echo(f"{doc.path}: Step {number} DONE (not committed)")
 
@@ -200,9 +218,13 @@ def step_done(number: int, doc_arg: str | None, no_commit: bool) -> None:
 
 
 @click.command()
-@click.option("--format", "fmt", type=click.Choice(["mermaid", "dot"]), default="mermaid", show_default=True)
+@click.option(
+    "--format", "fmt", type=click.Choice(["mermaid", "dot"]), default="mermaid", show_default=True
+)
 @DOC_OPTION
-@click.option("--write", is_flag=True, help="Embed the Mermaid graph in Section 6 (replacing an earlier one).")
+@click.option(
+    "--write", is_flag=True, help="Embed the Mermaid graph in Section 6 (replacing an earlier one)."
+)
 def graph(fmt: str, doc_arg: str | None, write: bool) -> None:
     """The step graph with each step's specs and their `deps:`."""
     project, doc = _doc_and_project(doc_arg)

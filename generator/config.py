@@ -6,18 +6,18 @@ import fnmatch
 import tomllib
 from pathlib import Path
 
-from pydantic import ValidationError
+from pydantic import Field, ValidationError
 
-from generator.models import Diagnostic, DDError, Loc, Model
+from generator.models import DDError, Diagnostic, Loc, Model
 
 
 class Config(Model):
     """The `[tool.dd]` table of pyproject.toml; paths are relative to `root`."""
 
     root: Path
-    docs: list[str] = ["design"]
-    exclude: list[str] = ["design/template.md", "design/FORMAT.md"]
-    patterns: list[str] = []
+    docs: list[str] = Field(default_factory=lambda: ["design"])
+    exclude: list[str] = Field(default_factory=lambda: ["design/template.md", "design/FORMAT.md"])
+    patterns: list[str] = Field(default_factory=list)
     output: str = "."
     steps: str = "steps"
     prompts: str = "prompts"  # project prompt templates (`<NAME>.j2`), overriding the shipped ones

@@ -42,7 +42,7 @@ def _body(line: str) -> str:
 
 
 def _ending(line: str) -> str:
-    return line[len(_body(line)):]
+    return line[len(_body(line)) :]
 
 
 # A non-blank line that is not a new bullet, heading, fence or table row continues a list item.
@@ -69,9 +69,11 @@ def set_step_fields(text: str, step: Step, updates: dict[str, str]) -> str:
             continue
         idx, col = f.loc.line - 1, f.loc.col - 1
         if not 0 <= idx < len(lines):
-            raise EditError(f"field `{key}` of Step {step.number} is at line {f.loc.line}, past the end")
+            raise EditError(
+                f"field `{key}` of Step {step.number} is at line {f.loc.line}, past the end"
+            )
         body = _body(lines[idx])
-        if body[col:col + len(f.value)] == f.value:
+        if body[col : col + len(f.value)] == f.value:
             end = col + len(f.value)
         elif body[col:].strip() == f.value.strip():
             end = len(body.rstrip())
@@ -148,11 +150,13 @@ def set_plan_block(text: str, doc: Document, info: str, content: str) -> str:
     while i < min(last, len(lines)):
         m = _FENCE.match(_body(lines[i]))
         if m:
-            close = next((j for j in range(i + 1, len(lines)) if _body(lines[j]).strip() == m.group(1)), None)
+            close = next(
+                (j for j in range(i + 1, len(lines)) if _body(lines[j]).strip() == m.group(1)), None
+            )
             if close is None:
                 raise EditError(f"unclosed code block at {doc.path}:{i + 1}")
             if m.group(2) == info:
-                lines[i + 1:close] = [b + nl for b in body]
+                lines[i + 1 : close] = [b + nl for b in body]
                 return "".join(lines)
             i = close
         i += 1

@@ -116,27 +116,12 @@ class _Expander(cst.CSTTransformer):
         scope = self._scopes[-1] if self._scopes else None
         if not isinstance(scope, cst.FunctionDef):
             return updated_node
-        is_function_body = scope.body is original_node
         body: list[cst.BaseStatement] = []
-        for index, (orig, stmt) in enumerate(zip(original_node.body, updated_node.body)):
-            pending: list[cst.EmptyLine] = []
-            last = len(orig.leading_lines) - 1
-            for i, (orig_line, line) in enumerate(zip(orig.leading_lines, stmt.leading_lines)):
-                pending.append(line)
-                number = self._annotation_line(orig_line)
-                if number is None:
-                    continue
-                if is_function_body and index == 0 and _is_docstring(stmt):
-                    self.before_docstring.add(number)
-                    continue
-                self.placed.add(number)
-                if i == last and self._already_expanded(number, updated_node.body[index:]):
-                    continue
-                body += self._insert(number, pending)
-                pending = []
-            body.append(stmt.with_changes(leading_lines=pending))
+        for index, original in enumerate(original_node.body):
+            docstring_next = scope.body is original_node and index == 0
+            body += self._expand_before(original, updated_node.body[index:], docstring_next)
         footer: list[cst.EmptyLine] = []
-        for orig_line, line in zip(original_node.footer, updated_node.footer):
+        for orig_line, line in zip(original_node.footer, updated_node.footer, strict=True):
             footer.append(line)
             number = self._annotation_line(orig_line)
             if number is not None:
@@ -145,12 +130,41 @@ class _Expander(cst.CSTTransformer):
                 footer = []
         return updated_node.with_changes(body=body, footer=footer)
 
+    def _expand_before(
+        self,
+        original: cst.BaseStatement,
+        following: Sequence[cst.BaseStatement],
+        docstring_next: bool,
+    ) -> list[cst.BaseStatement]:
+        """`following[0]` preceded by the renderings of the annotations in its leading lines."""
+        stmt = following[0]
+        out: list[cst.BaseStatement] = []
+        pending: list[cst.EmptyLine] = []
+        last = len(original.leading_lines) - 1
+        pairs = zip(original.leading_lines, stmt.leading_lines, strict=True)
+        for i, (orig_line, line) in enumerate(pairs):
+            pending.append(line)
+            number = self._annotation_line(orig_line)
+            if number is None:
+                continue
+            if docstring_next and _is_docstring(stmt):
+                self.before_docstring.add(number)
+                continue
+            self.placed.add(number)
+            if i == last and self._already_expanded(number, following):
+                continue
+            out += self._insert(number, pending)
+            pending = []
+        return [*out, stmt.with_changes(leading_lines=pending)]
+
     def _insert(self, number: int, leading: list[cst.EmptyLine]) -> list[cst.BaseStatement]:
         first, *rest = self.rendered[number]
         return [first.with_changes(leading_lines=leading), *rest]
 
 
-_ANNOTATION_COMMENT = re.compile(r"#\s*(VAL|AST)")
+# Same grammar as the parser: `# VAL...`/`# AST...` not followed by a letter or digit.
+_ANNOTATION_COMMENT = re.compile(r"#\s*(VAL|AST)(?![A-Za-z0-9])")
+_ANNOTATION_HEAD = re.compile(r"#\s*(VAL|AST):\s*([A-Z][A-Z0-9_]*)\(")
 
 
 def annotation_comment_lines(code: str) -> list[int]:
@@ -176,7 +190,8 @@ def _match_comments(
     errors = []
     for number, ann in zip(lines, ordered, strict=False):
         text = code.splitlines()[number - 1].strip()
-        if f"{ann.kind}: {ann.pattern}(" not in text:
+        head = _ANNOTATION_HEAD.match(text)
+        if head is None or head.groups() != (ann.kind, ann.pattern):
             errors.append(_dd055(ann, f"code line {number} holds {text!r}, not this annotation"))
     for ann in ordered[len(lines) :]:
         errors.append(_dd055(ann, "no annotation comment for it in the code"))

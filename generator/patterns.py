@@ -92,6 +92,13 @@ def _node_line(node: yaml.Node, keys: tuple[Any, ...]) -> int:
     return line
 
 
+def _template_line(node: yaml.MappingNode, key: str, lineno: int) -> int:
+    """File line of line `lineno` of the text under `key` (a block scalar starts a line later)."""
+    value = next(v for k, v in node.value if k.value == key)
+    block = isinstance(value, yaml.ScalarNode) and value.style in ("|", ">")
+    return value.start_mark.line + 1 + block + lineno - 1
+
+
 def _read_yaml(path: Path, shown: str) -> tuple[dict[str, Any], yaml.MappingNode]:
     """The file's mapping and its node (for line numbers); DD090 on any YAML problem."""
     try:
@@ -202,7 +209,7 @@ def _read_pattern(path: Path, env: jinja2.Environment) -> tuple[Pattern, _Compil
         try:
             compiled[key] = env.from_string(getattr(pattern, key))
         except jinja2.TemplateSyntaxError as exc:
-            line = _node_line(node, (key,)) + (exc.lineno or 1)
+            line = _template_line(node, key, exc.lineno or 1)
             message = f"{key}: Jinja2 syntax error: {exc.message}"
             raise _FileErrors([_dd090(shown, line, message)]) from exc
     return _with_exc_param(pattern), _Compiled(**compiled), id_line
@@ -318,8 +325,7 @@ class _ArgsError(Exception):
 def parse_call_args(args: str) -> tuple[str, ast.Call]:
     """Parse `args` as the inside of a call; returns the parsed text `f(<args>)` and the call.
 
-    Raises _ArgsError (DD051) unless `args` is one line of plain expressions, or (DD052) for a
-    repeated keyword.
+    Raises _ArgsError (DD051) unless `args` is one line of plain expressions.
     """
     if "\n" in args or "\r" in args:
         raise _ArgsError("DD051", "arguments span several lines")
@@ -327,9 +333,6 @@ def parse_call_args(args: str) -> tuple[str, ast.Call]:
     try:
         tree = ast.parse(text, mode="eval")
     except SyntaxError as exc:
-        if (exc.msg or "").startswith("keyword argument repeated"):
-            name = exc.msg.rsplit(":", 1)[-1].strip()
-            raise _ArgsError("DD052", f"parameter {name!r} given twice") from exc
         raise _ArgsError("DD051", f"not a valid argument list ({exc.msg})") from exc
     call = tree.body
     if not (
@@ -521,11 +524,12 @@ def check_annotation(ann: Annotation, lib: PatternLibrary) -> list[Diagnostic]:
     diags = []
     if pattern.kind != ann.kind:
         fix = f"`# {pattern.kind}: {pattern.id}(...)`"
+        article = "an" if pattern.kind == "AST" else "a"
         diags.append(
             _diag(
                 ann,
                 "DD053",
-                f"{pattern.id} is a {pattern.kind} pattern, not {ann.kind}: write {fix}",
+                f"{pattern.id} is {article} {pattern.kind} pattern, not {ann.kind}: write {fix}",
             )
         )
     try:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from pathlib import PurePosixPath
+from pathlib import Path, PurePosixPath
 
 from generator.models import Diagnostic, Document, Field_, Loc, Spec, SpecKind, Step, StepStatus
 
@@ -139,45 +139,92 @@ def _check_membership(doc: Document, diags: list[Diagnostic]) -> dict[str, Step]
             loc = _name_loc(methods_field, step.loc, name)
             found = lookup_in_doc(doc, name)
             if not found:
-                diags.append(_diag(loc, "DD072", f"Step {step.number} lists `{name}`, which is not a spec of this document"))
+                diags.append(
+                    _diag(
+                        loc,
+                        "DD072",
+                        f"Step {step.number} lists `{name}`, which is not a spec of this document",
+                    )
+                )
                 continue
             if len(found) > 1:
                 mods = ", ".join(f"`{s.qualname}`" for s in found)
-                diags.append(_diag(loc, "DD072", f"Step {step.number} lists `{name}`, which is ambiguous ({mods}); write `module:Name`"))
+                diags.append(
+                    _diag(
+                        loc,
+                        "DD072",
+                        f"Step {step.number} lists `{name}`, which is ambiguous ({mods}); write `module:Name`",
+                    )
+                )
                 continue
             spec = found[0]
             if spec.qualname in owner:
                 first = owner[spec.qualname].number
-                diags.append(_diag(loc, "DD074", f"`{name}` is listed in Step {first} and again in Step {step.number}"))
+                diags.append(
+                    _diag(
+                        loc,
+                        "DD074",
+                        f"`{name}` is listed in Step {first} and again in Step {step.number}",
+                    )
+                )
             else:
                 owner[spec.qualname] = step
         if not step.methods:
-            diags.append(_diag(_value_loc(methods_field, step.loc), "DD078", f"Step {step.number} lists no specs"))
+            diags.append(
+                _diag(
+                    _value_loc(methods_field, step.loc),
+                    "DD078",
+                    f"Step {step.number} lists no specs",
+                )
+            )
         elif len(step.methods) > MAX_STEP_SPECS:
-            diags.append(_diag(_value_loc(methods_field, step.loc), "DD078",
-                               f"Step {step.number} lists {len(step.methods)} specs (at most {MAX_STEP_SPECS}); split it"))
+            diags.append(
+                _diag(
+                    _value_loc(methods_field, step.loc),
+                    "DD078",
+                    f"Step {step.number} lists {len(step.methods)} specs (at most {MAX_STEP_SPECS}); split it",
+                )
+            )
     for spec in doc.specs():
         if spec.qualname not in owner:
-            diags.append(_diag(spec.loc, "DD073", f"spec `{spec.name}` belongs to no step of Section 6"))
+            diags.append(
+                _diag(spec.loc, "DD073", f"spec `{spec.name}` belongs to no step of Section 6")
+            )
     return owner
 
 
 def _check_step_deps(doc: Document, diags: list[Diagnostic]) -> None:
     """DD075 (unknown, self or later step) and DD076 (a cycle through later-step references)."""
     numbers = {s.number for s in doc.steps}
-    graph = {s.number: [d for d in s.depends_on if d in numbers and d != s.number] for s in doc.steps}
+    graph = {
+        s.number: [d for d in s.depends_on if d in numbers and d != s.number] for s in doc.steps
+    }
     for step in doc.steps:
         dep_field = step_field(step, "depends on")
         for d in step.depends_on:
             loc = _value_loc(dep_field, step.loc, str(d))
             if d not in numbers:
-                diags.append(_diag(loc, "DD075", f"Step {step.number} depends on Step {d}, which does not exist"))
+                diags.append(
+                    _diag(
+                        loc,
+                        "DD075",
+                        f"Step {step.number} depends on Step {d}, which does not exist",
+                    )
+                )
             elif d == step.number:
                 diags.append(_diag(loc, "DD075", f"Step {step.number} depends on itself"))
             elif d > step.number and _reaches(graph, d, step.number):
-                diags.append(_diag(loc, "DD076", f"Step {step.number} depends on Step {d}, which depends back on Step {step.number} (cycle)"))
+                diags.append(
+                    _diag(
+                        loc,
+                        "DD076",
+                        f"Step {step.number} depends on Step {d}, which depends back on Step {step.number} (cycle)",
+                    )
+                )
             elif d > step.number:
-                diags.append(_diag(loc, "DD075", f"Step {step.number} depends on Step {d}, a later step"))
+                diags.append(
+                    _diag(loc, "DD075", f"Step {step.number} depends on Step {d}, a later step")
+                )
 
 
 def _reaches(graph: dict[int, list[int]], start: int, goal: int) -> bool:
@@ -193,7 +240,9 @@ def _reaches(graph: dict[int, list[int]], start: int, goal: int) -> bool:
     return False
 
 
-def _check_spec_deps(doc: Document, owner: dict[str, Step], resolve: Resolver, diags: list[Diagnostic]) -> None:
+def _check_spec_deps(
+    doc: Document, owner: dict[str, Step], resolve: Resolver, diags: list[Diagnostic]
+) -> None:
     """DD077: a spec's same-document deps lie in its step or a step it transitively depends on."""
     closure = step_closure(doc.steps)
     index = spec_index(doc)
@@ -207,9 +256,14 @@ def _check_spec_deps(doc: Document, owner: dict[str, Step], resolve: Resolver, d
             dep_name = index[dep].name
             why = "belongs to class" if dep_name == spec.class_name else "depends on"
             loc = _name_loc(step_field(step, "methods"), step.loc, spec.name)
-            diags.append(_diag(loc, "DD077",
-                               f"`{spec.name}` (Step {step.number}) {why} `{dep_name}`, which is in Step {dep_step.number}; "
-                               f"add Step {dep_step.number} to `depends on` or move the spec"))
+            diags.append(
+                _diag(
+                    loc,
+                    "DD077",
+                    f"`{spec.name}` (Step {step.number}) {why} `{dep_name}`, which is in Step {dep_step.number}; "
+                    f"add Step {dep_step.number} to `depends on` or move the spec",
+                )
+            )
 
 
 def _check_status(doc: Document, diags: list[Diagnostic]) -> None:
@@ -225,8 +279,13 @@ def _check_status(doc: Document, diags: list[Diagnostic]) -> None:
             )
             if bad:
                 loc = _value_loc(step_field(step, "status"), step.loc)
-                diags.append(_diag(loc, "DD079",
-                                   f"Step {step.number} is {step.status.value} but depends on Step {d}, which is {dep.status.value}"))
+                diags.append(
+                    _diag(
+                        loc,
+                        "DD079",
+                        f"Step {step.number} is {step.status.value} but depends on Step {d}, which is {dep.status.value}",
+                    )
+                )
 
 
 # --------------------------------------------------------------------------- derivation
@@ -247,7 +306,9 @@ class _Draft:
     infra: bool = False
 
 
-def derive_plan(doc: Document, steps_dir: str = "steps", resolve: Resolver = local_resolver) -> list[Step]:
+def derive_plan(
+    doc: Document, steps_dir: str = "steps", resolve: Resolver = local_resolver
+) -> list[Step]:
     """Cut `doc`'s specs into NOT_STARTED steps ordered by `deps:`; deterministic.
 
     Contract: every spec is in exactly one step; a step holds 1..MAX_STEP_SPECS specs (3-5
@@ -263,7 +324,10 @@ def derive_plan(doc: Document, steps_dir: str = "steps", resolve: Resolver = loc
     order = _topo_order(nodes)
     for q in order:
         n = nodes[q]
-        n.level = 1 + max((nodes[d].level for d in n.deps if d in nodes and order.index(d) < order.index(q)), default=-1)
+        n.level = 1 + max(
+            (nodes[d].level for d in n.deps if d in nodes and order.index(d) < order.index(q)),
+            default=-1,
+        )
     infra = _infrastructure(nodes, order)
     drafts = _group([q for q in order if q in infra], nodes, infra=True)
     drafts += _group([q for q in order if q not in infra], nodes, infra=False)
@@ -274,7 +338,9 @@ def _nodes(doc: Document, resolve: Resolver) -> dict[str, _Node]:
     out: dict[str, _Node] = {}
     for i, spec in enumerate(doc.specs()):
         group = spec.class_name or spec.module
-        out[spec.qualname] = _Node(spec=spec, index=i, deps=local_deps(doc, spec, resolve), group=group)
+        out[spec.qualname] = _Node(
+            spec=spec, index=i, deps=local_deps(doc, spec, resolve), group=group
+        )
     return out
 
 
@@ -284,7 +350,9 @@ def _topo_order(nodes: dict[str, _Node]) -> list[str]:
     done: list[str] = []
     done_set: set[str] = set()
     while remaining:
-        ready = next((q for q in remaining if all(d in done_set for d in nodes[q].deps)), remaining[0])
+        ready = next(
+            (q for q in remaining if all(d in done_set for d in nodes[q].deps)), remaining[0]
+        )
         remaining.remove(ready)
         done.append(ready)
         done_set.add(ready)
@@ -338,7 +406,9 @@ def _group(pool: list[str], nodes: dict[str, _Node], infra: bool) -> list[_Draft
             cands = [q for q in remaining if ready(q)]
             same = [q for q in cands if nodes[q].group == nodes[seed].group]
             near = [q for q in cands if nodes[q].spec.module == nodes[seed].spec.module]
-            pick_from = same or (near if len(current) < MIN_STEP_SPECS else []) or (cands if infra else [])
+            pick_from = (
+                same or (near if len(current) < MIN_STEP_SPECS else []) or (cands if infra else [])
+            )
             if not pick_from:
                 break
             nxt = min(pick_from, key=lambda q: (nodes[q].level, pool.index(q)))
@@ -348,7 +418,9 @@ def _group(pool: list[str], nodes: dict[str, _Node], infra: bool) -> list[_Draft
     return drafts
 
 
-def _to_steps(drafts: list[_Draft], nodes: dict[str, _Node], doc: Document, steps_dir: str) -> list[Step]:
+def _to_steps(
+    drafts: list[_Draft], nodes: dict[str, _Node], doc: Document, steps_dir: str
+) -> list[Step]:
     where: dict[str, int] = {}
     for i, d in enumerate(drafts, start=1):
         for n in d.specs:
@@ -379,7 +451,10 @@ def _to_steps(drafts: list[_Draft], nodes: dict[str, _Node], doc: Document, step
 
 def _names_as_written(doc: Document, names: list[str], specs: list[Spec]) -> list[str]:
     """`Name`, or `module:Name` where `Name` alone is ambiguous in the document."""
-    return [n if len(lookup_in_doc(doc, n)) == 1 else s.qualname for n, s in zip(names, specs, strict=True)]
+    return [
+        n if len(lookup_in_doc(doc, n)) == 1 else s.qualname
+        for n, s in zip(names, specs, strict=True)
+    ]
 
 
 def _title(draft: _Draft, last: bool, only: bool) -> str:
@@ -463,16 +538,28 @@ def check_revision(doc: Document, head_text: str | None = None) -> list[Diagnost
     _, line = _front_version(doc.text)
     loc = Loc(path=doc.path, line=line, col=len("version: ") + 1 if line > 1 else 1)
     if version not in doc.revisions:
-        return [_diag(loc, "DD080", f"version {version} has no row in Section 7's revision table", "warning")]
+        return [
+            _diag(
+                loc,
+                "DD080",
+                f"version {version} has no row in Section 7's revision table",
+                "warning",
+            )
+        ]
     if head_text is None:
         return []
     old_version, _ = _front_version(head_text)
     if old_version is None or old_version == version:
         return []
     if len(doc.revisions) <= len(revision_rows(head_text)):
-        return [_diag(loc, "DD080",
-                      f"version changed from {old_version} to {version} since HEAD but no revision row was added",
-                      "warning")]
+        return [
+            _diag(
+                loc,
+                "DD080",
+                f"version changed from {old_version} to {version} since HEAD but no revision row was added",
+                "warning",
+            )
+        ]
     return []
 
 
@@ -504,11 +591,17 @@ def render_mermaid(doc: Document) -> str:
     index = spec_index(doc)
     lines = ["flowchart TD"]
     for step in doc.steps:
-        lines.append(f'  subgraph step{step.number}["Step {step.number}: {_label(step.title)} ({step.status.value})"]')
-        lines += [f'    {ids[q]}["{_label(index[q].name)}"]' for q in index if where.get(q) == step.number]
+        lines.append(
+            f'  subgraph step{step.number}["Step {step.number}: {_label(step.title)} ({step.status.value})"]'
+        )
+        lines += [
+            f'    {ids[q]}["{_label(index[q].name)}"]' for q in index if where.get(q) == step.number
+        ]
         lines.append("  end")
     lines += [f'  {ids[q]}["{_label(index[q].name)}"]' for q in index if q not in where]
-    lines += [f"  step{d} ==> step{s.number}" for s in doc.steps for d in s.depends_on if d != s.number]
+    lines += [
+        f"  step{d} ==> step{s.number}" for s in doc.steps for d in s.depends_on if d != s.number
+    ]
     lines += [f"  {ids[a]} --> {ids[b]}" for a, b in edges]
     return "\n".join(lines) + "\n"
 
@@ -539,3 +632,15 @@ def render_dot(doc: Document) -> str:
     lines += [f"  {ids[a]} -> {ids[b]};" for a, b in edges]
     lines.append("}")
     return "\n".join(lines) + "\n"
+
+
+def check_revision_at_head(doc: Document, root: Path) -> list[Diagnostic]:
+    """`check_revision` with the document's text at git HEAD when `root` is in a repository
+    (so a version bump without a new revision row is caught); plain `check_revision` otherwise."""
+    from generator import gitutil
+
+    git_root = gitutil.repo_root(root)
+    if git_root is None or not gitutil.has_head(git_root):
+        return check_revision(doc)
+    rel = (root / doc.path).resolve().relative_to(git_root).as_posix()
+    return check_revision(doc, gitutil.show(git_root, "HEAD", rel))

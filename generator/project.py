@@ -16,9 +16,19 @@ from generator import writer
 from generator.assemble import assemble_module, package_marker
 from generator.config import Config, load_config
 from generator.expand import expand_code
-from generator.models import Diagnostic, DDError, Document, Loc, ModuleSpec, Spec, SpecKind, StepStatus
+from generator.models import (
+    DDError,
+    Diagnostic,
+    Document,
+    Loc,
+    ModuleSpec,
+    Spec,
+    SpecKind,
+    StepStatus,
+)
 from generator.parser import parse_document
 from generator.patterns import PatternLibrary, check_annotation
+from generator.plan import check_revision_at_head, validate_plan
 
 _EMITTING = {StepStatus.in_progress, StepStatus.done}
 
@@ -157,9 +167,7 @@ class Project:
         return diags
 
     def _check_plan(self, doc: Document) -> list[Diagnostic]:
-        from generator.plan import check_revision, validate_plan
-
-        return validate_plan(doc, self.resolve) + check_revision(doc)
+        return validate_plan(doc, self.resolve) + check_revision_at_head(doc, self.config.root)
 
     # ------------------------------------------------------------------ generation
 
@@ -168,7 +176,7 @@ class Project:
         """Generation follows the plan: without steps everything, else IN_PROGRESS/DONE steps."""
         if not doc.steps:
             return True
-        return any(spec.name in step.methods and step.status in _EMITTING for step in doc.steps)
+        return any(step.status in _EMITTING and _lists(step.methods, spec) for step in doc.steps)
 
     def _expand_spec(self, spec: Spec) -> str:
         assert spec.code is not None, "checked specs always have code"
@@ -215,8 +223,13 @@ class Project:
 
     def module_files(self, doc: Document, spec_names: list[str]) -> list[str]:
         """Project-relative paths of the generated files that hold `spec_names` of `doc`."""
-        paths = {self._out(m.path) for m in doc.modules if any(s.name in spec_names for s in m.specs)}
+        paths = {self._out(m.path) for m in doc.modules if any(_lists(spec_names, s) for s in m.specs)}
         return sorted(paths)
+
+
+def _lists(names: list[str], spec: Spec) -> bool:
+    """True when `names` (as written in a step) include `spec`, short or `module:Name` form."""
+    return spec.name in names or spec.qualname in names
 
 
 def _check_generated(module: ModuleSpec, text: str) -> None:

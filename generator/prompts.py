@@ -62,17 +62,19 @@ def headings(text: str) -> list[Heading]:
         if fence is None and (h := _ATX.match(line.rstrip("\r"))):
             text_ = h.group(2)
             num = _NUMBER.match(text_)
-            found.append((len(h.group(1)), num.group(1) if num else "", num.group(2) if num else text_, i))
+            found.append(
+                (len(h.group(1)), num.group(1) if num else "", num.group(2) if num else text_, i)
+            )
     result = []
     for k, (level, number, title, start) in enumerate(found):
-        end = next((s - 1 for lv, _, _, s in found[k + 1:] if lv <= level), len(lines))
+        end = next((s - 1 for lv, _, _, s in found[k + 1 :] if lv <= level), len(lines))
         result.append(Heading(level, number, title, start, end))
     return result
 
 
 def span_text(text: str, start: int, end: int) -> str:
     """Lines `start..end` (1-based, inclusive) of `text`, trailing blank lines dropped."""
-    return "\n".join(text.split("\n")[start - 1:end]).rstrip() + "\n"
+    return "\n".join(text.split("\n")[start - 1 : end]).rstrip() + "\n"
 
 
 def _own_text(text: str, hs: list[Heading], h: Heading) -> str:
@@ -103,14 +105,18 @@ def mentions(text: str, names: set[str]) -> list[str]:
     return hits
 
 
-def _later_referencing(text: str, hs: list[Heading], after: int, names: set[str], skip: set[int]) -> list[dict[str, object]]:
+def _later_referencing(
+    text: str, hs: list[Heading], after: int, names: set[str], skip: set[int]
+) -> list[dict[str, object]]:
     """Sections starting after line `after` whose own text mentions any of `names`."""
     out = []
     for h in hs:
         if h.start <= after or h.level < 2 or h.start in skip:
             continue
         own = _own_text(text, hs, h)
-        hits = mentions(own.split("\n", 1)[1] if "\n" in own else "", names) + mentions(h.title, names)
+        hits = mentions(own.split("\n", 1)[1] if "\n" in own else "", names) + mentions(
+            h.title, names
+        )
         if hits:
             out.append({"label": h.label, "line": h.start, "text": own, "names": sorted(set(hits))})
     return out
@@ -131,7 +137,9 @@ def _find_section(text: str, hs: list[Heading], key: str) -> Heading:
     raise StepError(f"no section {key!r} (sections: {numbers})")
 
 
-def _spec_context(project: Project, doc: Document, spec: Spec, text: str, hs: list[Heading]) -> dict[str, object]:
+def _spec_context(
+    project: Project, doc: Document, spec: Spec, text: str, hs: list[Heading]
+) -> dict[str, object]:
     heading = next((h for h in hs if h.start == spec.loc.line), None)
     patterns = []
     for ann in spec.annotations:
@@ -140,13 +148,24 @@ def _spec_context(project: Project, doc: Document, spec: Spec, text: str, hs: li
             expansion = render_annotation(ann, project.library, spec.name)
         except DDError as exc:  # an invalid annotation: show why instead of an expansion
             expansion = f"# cannot expand: {exc}"
-        patterns.append({
-            "kind": ann.kind, "id": ann.pattern, "args": ann.args, "line": ann.loc.line,
-            "summary": pattern.summary if pattern else "(unknown pattern)", "expansion": expansion,
-        })
+        patterns.append(
+            {
+                "kind": ann.kind,
+                "id": ann.pattern,
+                "args": ann.args,
+                "line": ann.loc.line,
+                "summary": pattern.summary if pattern else "(unknown pattern)",
+                "expansion": expansion,
+            }
+        )
     return {
-        "name": spec.name, "kind": spec.kind.value, "module": spec.module, "number": spec.number,
-        "line": spec.loc.line, "deps": spec.deps or [], "code": spec.code.code if spec.code else "",
+        "name": spec.name,
+        "kind": spec.kind.value,
+        "module": spec.module,
+        "number": spec.number,
+        "line": spec.loc.line,
+        "deps": spec.deps or [],
+        "code": spec.code.code if spec.code else "",
         "fields": {f.key: f.value for f in spec.fields},
         "text": span_text(text, heading.start, heading.end) if heading else "",
         "patterns": patterns,
@@ -198,13 +217,29 @@ def review_section_context(project: Project, doc: Document, args: list[str]) -> 
         pattern = re.compile(rf"(?:Section|§)\s*{refs[0]}(?![\d.]\d)")
         for h in hs:
             own = _own_text(text, hs, h)
-            if h.start > section.end and pattern.search(own) and all(x["line"] != h.start for x in later):
-                later.append({"label": h.label, "line": h.start, "text": own, "names": [f"Section {section.number}"]})
+            if (
+                h.start > section.end
+                and pattern.search(own)
+                and all(x["line"] != h.start for x in later)
+            ):
+                later.append(
+                    {
+                        "label": h.label,
+                        "line": h.start,
+                        "text": own,
+                        "names": [f"Section {section.number}"],
+                    }
+                )
         later.sort(key=lambda x: x["line"])  # type: ignore[arg-type, return-value]
-    return {"section": {"label": section.label, "line": section.start, "text": body}, "later": later}
+    return {
+        "section": {"label": section.label, "line": section.start, "text": body},
+        "later": later,
+    }
 
 
-def consistency_context(project: Project, doc: Document, args: list[str], since: str | None) -> dict[str, object]:
+def consistency_context(
+    project: Project, doc: Document, args: list[str], since: str | None
+) -> dict[str, object]:
     """`consistency-after-change --since REV`: sections changed since REV (git diff of the
     document) and later sections that mention names from them."""
     if not since:
@@ -227,13 +262,22 @@ def consistency_context(project: Project, doc: Document, args: list[str], since:
         if inner:
             h = max(inner, key=lambda x: x.start)
             changed[h.start] = h
-    sections = [{"label": h.label, "line": h.start, "text": _own_text(text, hs, h)} for h in sorted(changed.values(), key=lambda h: h.start)]
+    sections = [
+        {"label": h.label, "line": h.start, "text": _own_text(text, hs, h)}
+        for h in sorted(changed.values(), key=lambda h: h.start)
+    ]
     names: set[str] = set()
     for s in sections:
         names |= names_in(str(s["text"]))
     first = min(changed) if changed else len(text.split("\n"))
     later = _later_referencing(text, hs, first, names, set(changed))
-    return {"since": since, "diff": diff, "changed": sections, "names": sorted(names), "later": later}
+    return {
+        "since": since,
+        "diff": diff,
+        "changed": sections,
+        "names": sorted(names),
+        "later": later,
+    }
 
 
 Builder = Callable[[Project, Document, list[str], "str | None"], dict[str, object]]
@@ -259,7 +303,9 @@ def available(project: Project) -> list[str]:
     return sorted({p.name[:-3] for d in template_dirs(project) for p in d.glob("*.j2")})
 
 
-def render_prompt(project: Project, doc: Document, name: str, args: list[str], since: str | None = None) -> str:
+def render_prompt(
+    project: Project, doc: Document, name: str, args: list[str], since: str | None = None
+) -> str:
     """Render prompt `name` for `doc`; StepError for an unknown name or bad arguments."""
     if name not in available(project):
         raise StepError(f"unknown prompt {name!r} (available: {', '.join(available(project))})")

@@ -28,8 +28,12 @@ PLAN_CODES = {f"DD07{i}" for i in range(10)}
 class StepError(Exception):
     """A refusal: the message says what is wrong and what to do; nothing was changed."""
 
-    def __init__(self, message: str, diagnostics: list[Diagnostic] | None = None,
-                 results: list[CheckResult] | None = None):
+    def __init__(
+        self,
+        message: str,
+        diagnostics: list[Diagnostic] | None = None,
+        results: list[CheckResult] | None = None,
+    ):
         super().__init__(message)
         self.diagnostics = diagnostics or []
         self.results = results or []
@@ -90,7 +94,11 @@ def blockers(doc: Document, step: Step, ok: set[StepStatus]) -> list[Step]:
 def next_ready(doc: Document) -> Step | None:
     """The first NOT_STARTED step whose dependencies are all DONE."""
     return next(
-        (s for s in doc.steps if s.status is StepStatus.not_started and not blockers(doc, s, {StepStatus.done})),
+        (
+            s
+            for s in doc.steps
+            if s.status is StepStatus.not_started and not blockers(doc, s, {StepStatus.done})
+        ),
         None,
     )
 
@@ -133,7 +141,7 @@ def plan_document(project: Project, doc: Document) -> tuple[list[Step], list[Dia
 def verify_command(item: str) -> tuple[list[str] | str, bool]:
     """(command, shell?) for a verify item: a pytest file or `cmd: <shell command>`."""
     if item.startswith("cmd:"):
-        return item[len("cmd:"):].strip(), True
+        return item[len("cmd:") :].strip(), True
     return [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", item], False
 
 
@@ -149,9 +157,13 @@ def run_checks(project: Project, step: Step) -> list[CheckResult]:
             results.append(CheckResult(item, False, f"{item}: no such file"))
             continue
         cmd, shell = verify_command(item)
-        proc = subprocess.run(cmd, shell=shell, cwd=root, env=env, capture_output=True, text=True, check=False)
+        proc = subprocess.run(
+            cmd, shell=shell, cwd=root, env=env, capture_output=True, text=True, check=False
+        )
         output = (proc.stdout + proc.stderr).strip()
-        results.append(CheckResult(item, proc.returncode == 0, "\n".join(output.splitlines()[-20:])))
+        results.append(
+            CheckResult(item, proc.returncode == 0, "\n".join(output.splitlines()[-20:]))
+        )
     return results
 
 
@@ -159,7 +171,9 @@ def verify_step(project: Project, doc: Document, number: int) -> list[CheckResul
     """Run `number`'s checks; StepError when the step has none."""
     step = get_step(doc, number)
     if not step.verify:
-        raise StepError(f"Step {number} has no `verify:` items: add a test under steps/ or a `cmd:`")
+        raise StepError(
+            f"Step {number} has no `verify:` items: add a test under steps/ or a `cmd:`"
+        )
     return run_checks(project, step)
 
 
@@ -178,7 +192,9 @@ def start_step(project: Project, doc: Document, number: int) -> bool:
     if waiting:
         raise StepError(_blocked_message(number, waiting, "start"))
     path = project.config.root / doc.path
-    atomic_write(path, set_step_fields(read_text(path), step, {"status": StepStatus.in_progress.value}))
+    atomic_write(
+        path, set_step_fields(read_text(path), step, {"status": StepStatus.in_progress.value})
+    )
     return True
 
 
@@ -230,7 +246,11 @@ class _Snapshot:
         path = self.root / rel
         self.saved[rel] = path.read_bytes() if path.is_file() else None
         for parent in reversed(path.parents):
-            if parent.is_relative_to(self.root) and not parent.exists() and parent not in self.new_dirs:
+            if (
+                parent.is_relative_to(self.root)
+                and not parent.exists()
+                and parent not in self.new_dirs
+            ):
                 self.new_dirs.append(parent)
 
     def restore(self) -> None:
@@ -265,7 +285,9 @@ def _preflight(project: Project, doc: Document, step: Step, commit: bool) -> Pat
     if waiting:
         raise StepError(_blocked_message(step.number, waiting, "finish"))
     if not step.verify:
-        raise StepError(f"Step {step.number} has no `verify:` items: a step is DONE only when checks pass")
+        raise StepError(
+            f"Step {step.number} has no `verify:` items: a step is DONE only when checks pass"
+        )
     errors = project.errors()
     if errors:
         raise StepError("the project has errors; fix them first (see `dd check`)", errors)
@@ -315,7 +337,12 @@ def done_step(project: Project, doc: Document, number: int, commit: bool = True)
     try:
         doc_path = root / doc.path
         if step.status is StepStatus.not_started:
-            atomic_write(doc_path, set_step_fields(read_text(doc_path), step, {"status": StepStatus.in_progress.value}))
+            atomic_write(
+                doc_path,
+                set_step_fields(
+                    read_text(doc_path), step, {"status": StepStatus.in_progress.value}
+                ),
+            )
             project, doc, step = _reload(project, doc, number)
         try:
             _expand(project, snap)
@@ -323,19 +350,29 @@ def done_step(project: Project, doc: Document, number: int, commit: bool = True)
             raise StepError(f"`dd expand` failed for Step {number}", exc.diagnostics) from None
         results = run_checks(project, step)
         if not all(r.ok for r in results):
-            raise StepError(f"verification of Step {number} failed; nothing was changed", results=results)
-        fields = {"status": StepStatus.done.value, "date": today(), "verified": f"passed ({len(results)} checks)"}
+            raise StepError(
+                f"verification of Step {number} failed; nothing was changed", results=results
+            )
+        fields = {
+            "status": StepStatus.done.value,
+            "date": today(),
+            "verified": f"passed ({len(results)} checks)",
+        }
         atomic_write(doc_path, set_step_fields(read_text(doc_path), step, fields))
         project, doc, step = _reload(project, doc, number)
         _expand(project, snap)
         result = DoneResult(results=results)
         if git_root is not None:
             files = step_files(project, doc, step)
-            result.paths = [p for p in _git_changes(project, git_root) if _allowed(project, files, p)]
+            result.paths = [
+                p for p in _git_changes(project, git_root) if _allowed(project, files, p)
+            ]
         if commit and git_root is not None:
             staged = [(root / p).resolve().relative_to(git_root).as_posix() for p in result.paths]
             trailer = {gitutil.STEP_TRAILER: gitutil.step_key(doc.path, number)}
-            result.committed = gitutil.commit_paths(git_root, staged, f"Step {number}: {step.title}", trailer)
+            result.committed = gitutil.commit_paths(
+                git_root, staged, f"Step {number}: {step.title}", trailer
+            )
         return result
     except BaseException:
         snap.restore()
@@ -416,12 +453,19 @@ def init_project(directory: Path) -> list[str]:
     existing .gitignore or directory is kept as it is. Returns the paths created.
     """
     directory = directory.resolve()
-    name = "".join(c if c.isalnum() else "-" for c in directory.name).strip("-").lower() or "project"
+    name = (
+        "".join(c if c.isalnum() else "-" for c in directory.name).strip("-").lower() or "project"
+    )
     files = {"pyproject.toml": _pyproject(name), "design/template.md": template_text()}
     existing = [p for p in files if (directory / p).exists()]
     if existing:
-        raise StepError(f"refusing to overwrite {', '.join(existing)}: this directory already has a project")
-    optional = {".gitignore": _GITIGNORE, **{f"{d}/.gitkeep": "" for d in ("patterns", "steps", "prompts")}}
+        raise StepError(
+            f"refusing to overwrite {', '.join(existing)}: this directory already has a project"
+        )
+    optional = {
+        ".gitignore": _GITIGNORE,
+        **{f"{d}/.gitkeep": "" for d in ("patterns", "steps", "prompts")},
+    }
     files.update({p: t for p, t in optional.items() if not (directory / p).exists()})
     created: list[str] = []
     if gitutil.repo_root(directory) is None:

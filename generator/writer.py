@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from generator.assemble import SOURCE_PREFIX, hash_matches, is_generated
-from generator.models import Diagnostic, DDError, Loc
+from generator.models import DDError, Diagnostic, Loc
 
 
 @dataclass(frozen=True)

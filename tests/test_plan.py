@@ -10,8 +10,23 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from generator.docedit import EditError, insert_plan, set_plan_block, set_step_field, set_step_fields
-from generator.models import Document, FrontMatter, Loc, ModuleSpec, Spec, SpecKind, Step, StepStatus
+from generator.docedit import (
+    EditError,
+    insert_plan,
+    set_plan_block,
+    set_step_field,
+    set_step_fields,
+)
+from generator.models import (
+    Document,
+    FrontMatter,
+    Loc,
+    ModuleSpec,
+    Spec,
+    SpecKind,
+    Step,
+    StepStatus,
+)
 from generator.parser import parse_document
 from generator.plan import (
     check_revision,
@@ -53,17 +68,54 @@ def make_doc(specs: list[tuple[str, list[str]]], steps: list[Step] | None = None
     """A document of module `demo.m` with `specs` as (name, deps); `Class` names start upper."""
     built = []
     for i, (name, deps) in enumerate(specs, start=1):
-        kind = SpecKind.method if "." in name else SpecKind.cls if name[0].isupper() else SpecKind.function
-        built.append(Spec(kind=kind, name=name, module="demo.m", number=f"5.1.{i}",
-                          loc=Loc(path="design/demo.md", line=10 * i), deps=deps))
-    module = ModuleSpec(name="demo.m", path="demo/m.py", number="5.1", loc=Loc(path="design/demo.md", line=5), specs=built)
-    return Document(path="design/demo.md", text="", front=FrontMatter(title="t", version="0.1.0", package="demo", status="draft"),
-                    front_loc=Loc(path="design/demo.md"), modules=[module], steps=steps or [], revisions=["0.1.0"])
+        kind = (
+            SpecKind.method
+            if "." in name
+            else SpecKind.cls
+            if name[0].isupper()
+            else SpecKind.function
+        )
+        built.append(
+            Spec(
+                kind=kind,
+                name=name,
+                module="demo.m",
+                number=f"5.1.{i}",
+                loc=Loc(path="design/demo.md", line=10 * i),
+                deps=deps,
+            )
+        )
+    module = ModuleSpec(
+        name="demo.m",
+        path="demo/m.py",
+        number="5.1",
+        loc=Loc(path="design/demo.md", line=5),
+        specs=built,
+    )
+    return Document(
+        path="design/demo.md",
+        text="",
+        front=FrontMatter(title="t", version="0.1.0", package="demo", status="draft"),
+        front_loc=Loc(path="design/demo.md"),
+        modules=[module],
+        steps=steps or [],
+        revisions=["0.1.0"],
+    )
 
 
-def step(n: int, methods: list[str], deps: list[int] = (), status: StepStatus = StepStatus.not_started) -> Step:
-    return Step(number=n, title=f"s{n}", loc=Loc(path="design/demo.md", line=100 + 10 * n), methods=methods,
-                depends_on=list(deps), status=status, purpose="p", verify=[f"steps/demo/test_step{n}.py"])
+def step(
+    n: int, methods: list[str], deps: list[int] = (), status: StepStatus = StepStatus.not_started
+) -> Step:
+    return Step(
+        number=n,
+        title=f"s{n}",
+        loc=Loc(path="design/demo.md", line=100 + 10 * n),
+        methods=methods,
+        depends_on=list(deps),
+        status=status,
+        purpose="p",
+        verify=[f"steps/demo/test_step{n}.py"],
+    )
 
 
 def codes(diags) -> list[str]:
@@ -93,11 +145,13 @@ def test_plan_fixtures_cover_the_plan_codes() -> None:
 
 
 def test_loc_points_at_the_name_in_the_field_value() -> None:
-    text = BASE.replace("- methods: `GpuPool.shrink_sampler`", "- methods: `GpuPool.shrink_sampler`, `Nope`")
+    text = BASE.replace(
+        "- methods: `GpuPool.shrink_sampler`", "- methods: `GpuPool.shrink_sampler`, `Nope`"
+    )
     doc = parse(text)
     (diag,) = validate_plan(doc)
     line = text.split("\n")[diag.loc.line - 1]
-    assert line[diag.loc.col - 1:].startswith("`Nope`")
+    assert line[diag.loc.col - 1 :].startswith("`Nope`")
 
 
 def test_no_steps_no_plan_diagnostics() -> None:
@@ -111,15 +165,24 @@ def test_too_many_specs_in_one_step() -> None:
 
 
 def test_in_progress_on_not_started_and_done_on_in_progress() -> None:
-    doc = make_doc([("a", []), ("b", []), ("c", [])], [
-        step(1, ["a"]), step(2, ["b"], [1], StepStatus.in_progress), step(3, ["c"], [2], StepStatus.done)])
+    doc = make_doc(
+        [("a", []), ("b", []), ("c", [])],
+        [
+            step(1, ["a"]),
+            step(2, ["b"], [1], StepStatus.in_progress),
+            step(3, ["c"], [2], StepStatus.done),
+        ],
+    )
     diags = validate_plan(doc)
     assert codes(diags) == ["DD079", "DD079"]
     assert "Step 2 is IN_PROGRESS" in diags[0].message and "Step 3 is DONE" in diags[1].message
 
 
 def test_self_dependency_and_transitive_closure() -> None:
-    doc = make_doc([("a", []), ("b", ["a"]), ("c", ["a"])], [step(1, ["a"]), step(2, ["b"], [1, 2]), step(3, ["c"], [2])])
+    doc = make_doc(
+        [("a", []), ("b", ["a"]), ("c", ["a"])],
+        [step(1, ["a"]), step(2, ["b"], [1, 2]), step(3, ["c"], [2])],
+    )
     diags = validate_plan(doc)
     assert codes(diags) == ["DD075"]  # self; c reaches a through Step 2 -> Step 1
 
@@ -133,11 +196,18 @@ def test_method_in_an_earlier_step_than_its_class() -> None:
 
 
 def test_derive_orders_infrastructure_first_and_integration_last() -> None:
-    doc = make_doc([
-        ("Config", []), ("Pool", ["Config"]), ("Pool.__init__", []), ("Pool._check", []),
-        ("Pool._ranks", []), ("Pool.shrink", ["Pool._check", "Pool._ranks"]),
-        ("Pool.expand", ["Pool._check", "Pool._ranks"]), ("run", ["Pool.shrink", "Pool.expand"]),
-    ])
+    doc = make_doc(
+        [
+            ("Config", []),
+            ("Pool", ["Config"]),
+            ("Pool.__init__", []),
+            ("Pool._check", []),
+            ("Pool._ranks", []),
+            ("Pool.shrink", ["Pool._check", "Pool._ranks"]),
+            ("Pool.expand", ["Pool._check", "Pool._ranks"]),
+            ("run", ["Pool.shrink", "Pool.expand"]),
+        ]
+    )
     steps = derive_plan(doc)
     assert steps[0].methods[:3] == ["Config", "Pool", "Pool.__init__"]
     assert steps[0].title.startswith("Infrastructure")
@@ -165,7 +235,8 @@ def test_derive_is_deterministic_and_renders_parsable_markdown() -> None:
     text = insert_plan(doc.text, doc, render_plan(steps))
     planned = parse(text)
     assert [(s.number, s.title, s.methods, s.depends_on, s.verify) for s in planned.steps] == [
-        (s.number, s.title, s.methods, s.depends_on, s.verify) for s in steps]
+        (s.number, s.title, s.methods, s.depends_on, s.verify) for s in steps
+    ]
     assert validate_plan(planned) == []
 
 
@@ -176,8 +247,16 @@ def dags(draw: st.DrawFn) -> list[tuple[str, list[str]]]:
     specs: list[tuple[str, list[str]]] = []
     classes: list[str] = []
     for i in range(draw(st.integers(1, 30))):
-        kind = draw(st.sampled_from(["class", "method", "function"] if classes else ["class", "function"]))
-        name = f"C{i}" if kind == "class" else f"{draw(st.sampled_from(classes))}.m{i}" if kind == "method" else f"f{i}"
+        kind = draw(
+            st.sampled_from(["class", "method", "function"] if classes else ["class", "function"])
+        )
+        name = (
+            f"C{i}"
+            if kind == "class"
+            else f"{draw(st.sampled_from(classes))}.m{i}"
+            if kind == "method"
+            else f"f{i}"
+        )
         earlier = [n for n, _ in specs]
         deps = draw(st.lists(st.sampled_from(earlier), unique=True, max_size=4)) if earlier else []
         specs.append((name, deps))
@@ -202,23 +281,40 @@ def test_derived_plans_always_validate(specs: list[tuple[str, list[str]]]) -> No
 
 def test_set_step_fields_touches_only_the_edited_and_added_lines() -> None:
     doc = parse(BASE)
-    new = set_step_fields(BASE, doc.steps[0], {"status": "DONE", "date": "2026-11-22", "verified": "passed (1 checks)"})
+    new = set_step_fields(
+        BASE,
+        doc.steps[0],
+        {"status": "DONE", "date": "2026-11-22", "verified": "passed (1 checks)"},
+    )
     assert changed_lines(BASE, new) == [
-        "-- status: NOT_STARTED\n", "+- status: DONE\n", "+- date: 2026-11-22\n", "+- verified: passed (1 checks)\n"]
+        "-- status: NOT_STARTED\n",
+        "+- status: DONE\n",
+        "+- date: 2026-11-22\n",
+        "+- verified: passed (1 checks)\n",
+    ]
     again = parse(new).steps[0]
-    assert (again.status, again.date, again.verified) == (StepStatus.done, "2026-11-22", "passed (1 checks)")
+    assert (again.status, again.date, again.verified) == (
+        StepStatus.done,
+        "2026-11-22",
+        "passed (1 checks)",
+    )
     # existing fields are replaced in place, not added twice
     newer = set_step_fields(new, again, {"date": "2026-11-23", "verified": "passed (2 checks)"})
     assert changed_lines(new, newer) == [
-        "-- date: 2026-11-22\n", "-- verified: passed (1 checks)\n",
-        "+- date: 2026-11-23\n", "+- verified: passed (2 checks)\n"]
+        "-- date: 2026-11-22\n",
+        "-- verified: passed (1 checks)\n",
+        "+- date: 2026-11-23\n",
+        "+- verified: passed (2 checks)\n",
+    ]
 
 
 def test_set_step_field_keeps_crlf_and_everything_else() -> None:
     crlf = BASE.replace("\n", "\r\n")
     doc = parse(crlf)
     new = set_step_field(crlf, doc.steps[1], "status", "IN_PROGRESS")
-    assert new == crlf.replace("- status: NOT_STARTED\r\n- depends on: 1", "- status: IN_PROGRESS\r\n- depends on: 1")
+    assert new == crlf.replace(
+        "- status: NOT_STARTED\r\n- depends on: 1", "- status: IN_PROGRESS\r\n- depends on: 1"
+    )
     added = set_step_field(crlf, doc.steps[1], "date", "2026-11-22")
     assert added == crlf.replace("test_step2.py`\r\n", "test_step2.py`\r\n- date: 2026-11-22\r\n")
 
@@ -254,7 +350,10 @@ def test_set_plan_block_inserts_then_replaces_minimally() -> None:
 def test_graphs_have_a_subgraph_per_step() -> None:
     doc = parse(BASE)
     mermaid = render_mermaid(doc)
-    assert 'subgraph step1["Step 1: Pool type (NOT_STARTED)"]' in mermaid and "step1 ==> step2" in mermaid
+    assert (
+        'subgraph step1["Step 1: Pool type (NOT_STARTED)"]' in mermaid
+        and "step1 ==> step2" in mermaid
+    )
     dot = render_dot(doc)
     assert "subgraph cluster_step2" in dot and dot.rstrip().endswith("}")
 
@@ -270,8 +369,22 @@ def test_version_without_revision_row_warns() -> None:
 
 def test_version_bumped_since_head_without_a_new_row_warns() -> None:
     head = BASE
-    edited = BASE.replace("version: 0.1.0", "version: 0.2.0").replace("| 0.1.0 | 2026-11-21", "| 0.2.0 | 2026-11-21")
+    edited = BASE.replace("version: 0.1.0", "version: 0.2.0").replace(
+        "| 0.1.0 | 2026-11-21", "| 0.2.0 | 2026-11-21"
+    )
     assert check_revision(parse(edited)) == []
     assert [d.code for d in check_revision(parse(edited), head)] == ["DD080"]
     added = BASE.replace("version: 0.1.0", "version: 0.2.0") + "| 0.2.0 | 2026-11-22 | second |\n"
     assert check_revision(parse(added), head) == []
+
+
+def test_added_field_goes_after_a_multi_line_last_field() -> None:
+    text = BASE.replace(
+        "- verify: `steps/demo/test_step1.py`",
+        "- verify: `steps/demo/test_step1.py`,\n  `cmd: true`",
+    )
+    doc = parse(text)
+    assert doc.steps[0].verify == ["steps/demo/test_step1.py", "cmd: true"]
+    new = set_step_field(text, doc.steps[0], "date", "2026-11-22")
+    assert "  `cmd: true`\n- date: 2026-11-22\n" in new
+    assert parse(new).steps[0].date == "2026-11-22"

@@ -12,7 +12,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 def readme_commands() -> list[str]:
     text = (REPO / "README.md").read_text()
-    block = re.search(r"```bash\n(.*?)```", text, re.S)
+    block = re.search(r"```bash\n(.*?)```", text, re.DOTALL)
     assert block, "README.md must open with a bash block of set-up commands"
     return [line for line in block.group(1).splitlines() if line.strip()]
 
@@ -33,5 +33,5 @@ def test_ci_runs_the_readme_test_command() -> None:
 
 def test_format_md_documents_every_code() -> None:
     text = (REPO / "design/FORMAT.md").read_text()
-    table = dict(re.findall(r"^\| (DD\d{3}) \| (.+?) \|$", text, re.M))
+    table = dict(re.findall(r"^\| (DD\d{3}) \| (.+?) \|$", text, re.MULTILINE))
     assert table == CODES

@@ -32,7 +32,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def run(site: Path, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(site)}
-    return subprocess.run([str(site / "bin" / "dd"), *args], cwd=cwd, env=env, capture_output=True, text=True)
+    return subprocess.run([str(site / "bin" / "dd"), *args], cwd=cwd, env=env, capture_output=True, text=True, check=False)
 
 
 def test_wheel_round_trip(installed: Path, tmp_path: Path) -> None:
@@ -82,7 +82,7 @@ for call in (lambda: r.take("cpu", 1), lambda: r.take("gpu", 5)):
         print(type(exc).__name__, exc)
 '''
     env = {**os.environ, "PYTHONPATH": f"{project}{os.pathsep}{installed}"}
-    proc = subprocess.run([sys.executable, "-O", "-c", probe], cwd=project, env=env, capture_output=True, text=True)
+    proc = subprocess.run([sys.executable, "-O", "-c", probe], cwd=project, env=env, capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
     val, ast_line = proc.stdout.strip().splitlines()
     assert val.startswith("ValueError VAL_IN_SET failed in Registry.take (design/counter.md:")

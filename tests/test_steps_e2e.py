@@ -17,12 +17,16 @@ from tests.conftest import REPO
 
 BASE = (Path(__file__).parent / "data" / "steps" / "base.md").read_text(encoding="utf-8")
 DOC = "design/pool.md"
-STEP1_TEST = "def test_pool_type():\n    from demo.pool import GpuPool\n\n    assert GpuPool.num_gpus == 8\n"
+STEP1_TEST = (
+    "def test_pool_type():\n    from demo.pool import GpuPool\n\n    assert GpuPool.num_gpus == 8\n"
+)
 STEP2_TEST = "def test_shrink():\n    from demo.pool import GpuPool\n\n    assert GpuPool().shrink_sampler([1, 2]) == [1, 2]\n"
 
 
 def git(root: Path, *args: str) -> str:
-    return subprocess.run(["git", *args], cwd=root, check=True, capture_output=True, text=True).stdout
+    return subprocess.run(
+        ["git", *args], cwd=root, check=True, capture_output=True, text=True
+    ).stdout
 
 
 def without_plan(text: str) -> str:
@@ -37,14 +41,24 @@ def state(root: Path) -> tuple[dict[str, bytes], str, str]:
         for p in sorted(root.rglob("*"))
         if p.is_file() and ".git" not in p.parts and "__pycache__" not in p.parts
     }
-    return files, git(root, "rev-parse", "HEAD"), git(root, "status", "--porcelain", "--untracked-files=all")
+    return (
+        files,
+        git(root, "rev-parse", "HEAD"),
+        git(root, "status", "--porcelain", "--untracked-files=all"),
+    )
 
 
 def run_module(root: Path, *args: str) -> subprocess.CompletedProcess[str]:
     """`python -m generator ARGS` as a user runs it."""
     env = dict(os.environ, PYTHONPATH=str(REPO), DD_TODAY="2026-11-22")
-    return subprocess.run([sys.executable, "-m", "generator", *args], cwd=root, env=env,
-                          capture_output=True, text=True, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "generator", *args],
+        cwd=root,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
 
 
 @pytest.fixture
@@ -71,13 +85,25 @@ def project(tmp_path: Path, dd: Callable[..., Result], monkeypatch: pytest.Monke
 def test_init_scaffolds_and_refuses_to_overwrite(tmp_path: Path, dd: Callable[..., Result]) -> None:
     result = dd(tmp_path, "init")
     assert result.exit_code == 0, result.output
-    for path in ("pyproject.toml", "design/template.md", "patterns", "steps", "prompts", ".git", ".gitignore"):
+    for path in (
+        "pyproject.toml",
+        "design/template.md",
+        "patterns",
+        "steps",
+        "prompts",
+        ".git",
+        ".gitignore",
+    ):
         assert (tmp_path / path).exists(), path
     assert "[tool.dd]" in (tmp_path / "pyproject.toml").read_text()
-    before = {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file() and ".git" not in p.parts}
+    before = {
+        p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file() and ".git" not in p.parts
+    }
     again = dd(tmp_path, "init")
     assert again.exit_code == 1 and "refusing to overwrite" in again.output
-    assert before == {p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file() and ".git" not in p.parts}
+    assert before == {
+        p: p.read_bytes() for p in tmp_path.rglob("*") if p.is_file() and ".git" not in p.parts
+    }
 
 
 def test_plan_then_validate(project: Path, dd: Callable[..., Result]) -> None:
@@ -116,14 +142,23 @@ def test_full_step_loop(project: Path, dd: Callable[..., Result]) -> None:
     assert sorted(committed) == ["demo/__init__.py", "demo/pool.py", DOC]
     diff = git(project, "diff", "-U0", f"{head}..HEAD", "--", DOC).splitlines()
     changed = [line for line in diff if line[:1] in "+-" and not line.startswith(("+++", "---"))]
-    assert changed == ["-- status: NOT_STARTED", "+- status: DONE", "+- date: 2026-11-22", "+- verified: passed (1 checks)"]
+    assert changed == [
+        "-- status: NOT_STARTED",
+        "+- status: DONE",
+        "+- date: 2026-11-22",
+        "+- verified: passed (1 checks)",
+    ]
 
     status = json.loads(dd(project, "status", "--json").output)
     (doc,) = status["docs"]
     assert doc["path"] == DOC and doc["version"] == "0.1.0"
     assert doc["steps"][0] == {
-        "id": 1, "title": "Infrastructure: GpuPool", "status": "DONE", "depends_on": [],
-        "methods": ["GpuPool"], "verify": ["steps/pool/test_step1.py"],
+        "id": 1,
+        "title": "Infrastructure: GpuPool",
+        "status": "DONE",
+        "depends_on": [],
+        "methods": ["GpuPool"],
+        "verify": ["steps/pool/test_step1.py"],
         "commit": git(project, "rev-parse", "HEAD").strip(),
     }
     assert doc["steps"][1]["status"] == "NOT_STARTED" and doc["steps"][1]["commit"] is None
@@ -136,23 +171,33 @@ def test_full_step_loop(project: Path, dd: Callable[..., Result]) -> None:
     assert "all steps are DONE" in dd(project, "next").output
 
 
-def test_done_refuses_when_a_dependency_is_not_done(project: Path, dd: Callable[..., Result]) -> None:
+def test_done_refuses_when_a_dependency_is_not_done(
+    project: Path, dd: Callable[..., Result]
+) -> None:
     before = state(project)
     result = dd(project, "step", "done", "2")
     assert result.exit_code == 1 and "depends on Step 1 (NOT_STARTED)" in result.output
     assert state(project) == before
 
 
-def test_done_refuses_with_an_unrelated_dirty_file(project: Path, dd: Callable[..., Result]) -> None:
+def test_done_refuses_with_an_unrelated_dirty_file(
+    project: Path, dd: Callable[..., Result]
+) -> None:
     (project / "notes.txt").write_text("unrelated\n")
     before = state(project)
     result = dd(project, "step", "done", "1")
-    assert result.exit_code == 1 and "outside Step 1's files" in result.output and "notes.txt" in result.output
+    assert (
+        result.exit_code == 1
+        and "outside Step 1's files" in result.output
+        and "notes.txt" in result.output
+    )
     assert state(project) == before
 
 
 @pytest.mark.parametrize("started", [False, True])
-def test_done_refuses_when_verification_fails(project: Path, dd: Callable[..., Result], started: bool) -> None:
+def test_done_refuses_when_verification_fails(
+    project: Path, dd: Callable[..., Result], started: bool
+) -> None:
     (project / "steps/pool/test_step1.py").write_text(STEP1_TEST.replace("== 8", "== 9"))
     git(project, "commit", "-q", "-am", "a wrong test")
     if started:
@@ -174,8 +219,14 @@ def test_verify_without_items_fails(project: Path, dd: Callable[..., Result]) ->
 
 
 def test_cmd_verify_items_and_no_commit(project: Path, dd: Callable[..., Result]) -> None:
-    text = (project / DOC).read_text().replace(
-        "- verify: `steps/pool/test_step1.py`", '- verify: `steps/pool/test_step1.py`, `cmd: python -c "import demo.pool"`')
+    text = (
+        (project / DOC)
+        .read_text()
+        .replace(
+            "- verify: `steps/pool/test_step1.py`",
+            '- verify: `steps/pool/test_step1.py`, `cmd: python -c "import demo.pool"`',
+        )
+    )
     (project / DOC).write_text(text)
     head = git(project, "rev-parse", "HEAD")
     result = dd(project, "step", "done", "1", "--no-commit")
@@ -186,13 +237,17 @@ def test_cmd_verify_items_and_no_commit(project: Path, dd: Callable[..., Result]
 
 
 def test_doc_option_required_with_two_plans(project: Path, dd: Callable[..., Result]) -> None:
-    (project / "design" / "other.md").write_text(BASE.replace("package: demo", "package: other")
-                                                 .replace("`demo.pool`", "`other.pool`"))
+    (project / "design" / "other.md").write_text(
+        BASE.replace("package: demo", "package: other").replace("`demo.pool`", "`other.pool`")
+    )
     result = dd(project, "step", "start", "1")
     assert result.exit_code == 1 and "--doc" in result.output
     assert dd(project, "step", "start", "1", "--doc", DOC).exit_code == 0
     assert "- status: IN_PROGRESS" in (project / DOC).read_text()
-    assert "NOT_STARTED" in (project / "design" / "other.md").read_text().split("### Step 1")[1].split("###")[0]
+    assert (
+        "NOT_STARTED"
+        in (project / "design" / "other.md").read_text().split("### Step 1")[1].split("###")[0]
+    )
 
 
 def test_graph_write_and_prompts(project: Path, dd: Callable[..., Result]) -> None:
@@ -202,7 +257,7 @@ def test_graph_write_and_prompts(project: Path, dd: Callable[..., Result]) -> No
     assert dd(project, "graph", "--write").exit_code == 0
     after = (project / DOC).read_text()
     assert "```mermaid\nflowchart TD\n" in after
-    assert after.replace(after[after.index("```mermaid"):after.index("### Step 1")], "") == before
+    assert after.replace(after[after.index("```mermaid") : after.index("### Step 1")], "") == before
     assert dd(project, "graph", "--write").exit_code == 0  # replaced, not duplicated
     assert (project / DOC).read_text() == after
 
@@ -214,11 +269,29 @@ def test_graph_write_and_prompts(project: Path, dd: Callable[..., Result]) -> No
 
     git(project, "commit", "-q", "-am", "graph")
     rev = git(project, "rev-parse", "HEAD").strip()
-    (project / DOC).write_text(after.replace('"""GPUs serving rollout."""', '"""GPUs serving rollout, now smaller."""'))
+    (project / DOC).write_text(
+        after.replace('"""GPUs serving rollout."""', '"""GPUs serving rollout, now smaller."""')
+    )
     consistency = dd(project, "prompt", "consistency-after-change", "--since", rev)
     assert consistency.exit_code == 0, consistency.output
-    assert "now smaller" in consistency.output and "5.1.2 `GpuPool.shrink_sampler`" in consistency.output
+    assert (
+        "now smaller" in consistency.output
+        and "5.1.2 `GpuPool.shrink_sampler`" in consistency.output
+    )
 
     (project / "prompts" / "mine.j2").write_text("doc {{ doc.path }} args {{ args | join(',') }}\n")
     assert dd(project, "prompt", "mine", "a", "b").output == f"doc {DOC} args a,b\n"
     assert dd(project, "prompt", "nope").exit_code == 1
+
+
+def test_revision_check_against_head(project: Path) -> None:
+    from generator.plan import check_revision_at_head
+    from generator.project import Project
+
+    text = (project / DOC).read_text()
+    (project / DOC).write_text(
+        text.replace("version: 0.1.0", "version: 0.2.0").replace("| 0.1.0 |", "| 0.2.0 |")
+    )
+    doc = Project.load(project).document(DOC)
+    assert doc is not None
+    assert [d.code for d in check_revision_at_head(doc, project)] == ["DD080"]

@@ -1,0 +1,13 @@
+# Golden rendering of the VAL_NON_NEGATIVE example, checked by tests/test_patterns.py.
+# Regenerate with DD_UPDATE_GOLDEN=1 after a deliberate template change.
+
+
+def check(timeout_s):
+    """Run the example of VAL_NON_NEGATIVE."""
+    # VAL: VAL_NON_NEGATIVE(timeout_s)
+    if not timeout_s >= 0:
+        raise ValueError(
+            "VAL_NON_NEGATIVE failed in Golden.check (design/golden.md:3): expected timeout_s >= 0"
+            + " (where timeout_s=" + repr(timeout_s)
+            + ")"
+        )

@@ -1,0 +1,782 @@
+"""The pattern library: loading (DD090), checking (DD050-DD053), rendering and golden files.
+
+Each built-in pattern's `example` is rendered inside a small function and compared with
+tests/golden/patterns/<ID>.py (set DD_UPDATE_GOLDEN=1 to rewrite them); the golden function is
+then executed with passing and failing inputs and the exact failure message is checked.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+
+from generator.expand import expand_code
+from generator.models import Annotation, DDError, Loc
+from generator.patterns import (
+    Arg,
+    PatternLibrary,
+    builtin_pattern_dir,
+    check_annotation,
+    condition_names,
+    render_annotation,
+)
+
+REPO = Path(__file__).resolve().parent.parent
+GOLDEN_DIR = Path(__file__).parent / "golden" / "patterns"
+DOC = "design/golden.md"
+SYMBOL = "Golden.check"
+ANN_LINE = 3  # the golden function's code starts at document line 1; the annotation is line 3
+
+
+@pytest.fixture(scope="module")
+def lib() -> PatternLibrary:
+    return PatternLibrary.load([])
+
+
+LIB = PatternLibrary.load([])
+
+
+def ann(text: str, line: int = 7, path: str = "design/x.md") -> Annotation:
+    """`VAL: ID(args)` / `AST: ID(args)` (or bare `ID(args)`, kind from the prefix)."""
+    kind, call = (text[:3], text[5:]) if text[:5] in ("VAL: ", "AST: ") else ("", text)
+    pattern, _, args = call.partition("(")
+    assert args.endswith(")")
+    return Annotation(
+        kind=(kind or pattern[:3]),  # type: ignore[arg-type]
+        pattern=pattern,
+        args=args[:-1],
+        loc=Loc(path=path, line=line),
+    )
+
+
+# --------------------------------------------------------------------------- golden files
+
+
+def free_names(args: str) -> list[str]:
+    """Names the example's arguments use (the golden function's parameters), in source order."""
+    call = ast.parse(f"f({args})", mode="eval").body
+    assert isinstance(call, ast.Call)
+    bound = {
+        n.id
+        for comp in ast.walk(call)
+        if isinstance(comp, ast.comprehension)
+        for n in ast.walk(comp.target)
+        if isinstance(n, ast.Name)
+    }
+    names = [
+        n
+        for n in ast.walk(call)
+        if isinstance(n, ast.Name) and n is not call.func and n.id not in bound
+    ]
+    names.sort(key=lambda n: (n.lineno, n.col_offset))
+    return list(dict.fromkeys(n.id for n in names if n.id not in dir(builtins)))
+
+
+def example_function(pattern_id: str, extra_args: str = "") -> str:
+    """The golden function of a pattern: its example (plus `extra_args`) expanded in a def."""
+    pattern = LIB.get(pattern_id)
+    assert pattern is not None and pattern.example
+    example = pattern.example[:-1] + extra_args + ")"
+    annotation = ann(f"{pattern.kind}: {example}", line=ANN_LINE, path=DOC)
+    code = (
+        f"def check({', '.join(free_names(annotation.args))}):\n"
+        f'    """Run the example of {pattern_id}."""\n'
+        f"    # {pattern.kind}: {example}\n"
+    )
+    return expand_code(code, 1, [annotation], LIB, SYMBOL)
+
+
+def golden_text(pattern_id: str) -> str:
+    header = (
+        f"# Golden rendering of the {pattern_id} example, checked by tests/test_patterns.py.\n"
+        "# Regenerate with DD_UPDATE_GOLDEN=1 after a deliberate template change.\n\n\n"
+    )
+    return header + example_function(pattern_id)
+
+
+def load_check(source: str) -> Any:
+    """The `check` function defined by `source` (trusted: rendered by these tests)."""
+    namespace: dict[str, Any] = {}
+    exec(compile(source, "<golden>", "exec"), namespace)  # noqa: S102
+    return namespace["check"]
+
+
+class PoolConfig:
+    """A stand-in class for VAL_TYPE_CHECK's example."""
+
+
+TRANSITIONS = {"idle": ("running",), "running": ("idle", "done")}
+
+# pattern ID -> (passing arguments, [(failing arguments, exception, message after "expected ")])
+CASES: dict[str, tuple[dict[str, Any], list[tuple[dict[str, Any], type, str]]]] = {
+    "VAL_INT_RANGE": (
+        {"target_gpus": [0, 7], "num_gpus": 8},
+        [
+            (
+                {"target_gpus": [1, 9], "num_gpus": 8},
+                ValueError,
+                (
+                    "every item of target_gpus to be an int in [0, num_gpus - 1]"
+                    " (where item=9, num_gpus - 1=7)"
+                ),
+            ),
+            (
+                {"target_gpus": [True], "num_gpus": 8},
+                ValueError,
+                (
+                    "every item of target_gpus to be an int in [0, num_gpus - 1]"
+                    " (where item=True, num_gpus - 1=7)"
+                ),
+            ),
+        ],
+    ),
+    "VAL_FLOAT_RANGE": (
+        {"learning_rate": 0.5},
+        [
+            (
+                {"learning_rate": 1.5},
+                ValueError,
+                "learning_rate to be a real number in [0.0, 1.0] (where learning_rate=1.5)",
+            ),
+            (
+                {"learning_rate": float("nan")},
+                ValueError,
+                "learning_rate to be a real number in [0.0, 1.0] (where learning_rate=nan)",
+            ),
+            (
+                {"learning_rate": "0.5"},
+                ValueError,
+                "learning_rate to be a real number in [0.0, 1.0] (where learning_rate='0.5')",
+            ),
+        ],
+    ),
+    "VAL_NON_EMPTY": (
+        {"target_gpus": [3]},
+        [({"target_gpus": []}, ValueError, "target_gpus to be non-empty (where target_gpus=[])")],
+    ),
+    "VAL_NO_DUPLICATES": (
+        {"target_gpus": [1, 2, 3]},
+        [
+            (
+                {"target_gpus": [1, 2, 1, 3, 2, 1]},
+                ValueError,
+                "no duplicate items in target_gpus (where duplicates=[1, 2])",
+            )
+        ],
+    ),
+    "VAL_TYPE_CHECK": (
+        {"config": PoolConfig(), "PoolConfig": PoolConfig},
+        [
+            (
+                {"config": {"a": 1}, "PoolConfig": PoolConfig},
+                TypeError,
+                (
+                    "config to be an instance of PoolConfig"
+                    " (where config={'a': 1}, type(config)=<class 'dict'>)"
+                ),
+            )
+        ],
+    ),
+    "VAL_SUBSET": (
+        {"target_gpus": [1], "free_gpus": [1, 2]},
+        [
+            (
+                {"target_gpus": [1, 5, 6], "free_gpus": [1, 2]},
+                ValueError,
+                "every item of target_gpus to be in free_gpus (where extras=[5, 6], free_gpus=[1, 2])",
+            )
+        ],
+    ),
+    "VAL_IN_SET": (
+        {"mode": "train"},
+        [
+            (
+                {"mode": "eval"},
+                ValueError,
+                'mode to be one of {"rollout", "train"} (where mode=\'eval\')',
+            )
+        ],
+    ),
+    "VAL_NOT_NONE": (
+        {"engine": 0},
+        [({"engine": None}, ValueError, "engine to be not None")],
+    ),
+    "VAL_STATE_TRANSITION": (
+        {"state": "idle", "new_state": "running", "TRANSITIONS": TRANSITIONS},
+        [
+            (
+                {"state": "idle", "new_state": "done", "TRANSITIONS": TRANSITIONS},
+                ValueError,
+                (
+                    "TRANSITIONS to allow the transition state -> new_state"
+                    " (where state='idle', new_state='done', allowed=('running',))"
+                ),
+            ),
+            (
+                {"state": "gone", "new_state": "idle", "TRANSITIONS": TRANSITIONS},
+                ValueError,
+                (
+                    "TRANSITIONS to allow the transition state -> new_state"
+                    " (where state='gone', new_state='idle', allowed=())"
+                ),
+            ),
+        ],
+    ),
+    "VAL_POSITIVE": (
+        {"batch_size": 1},
+        [({"batch_size": 0}, ValueError, "batch_size > 0 (where batch_size=0)")],
+    ),
+    "VAL_NON_NEGATIVE": (
+        {"timeout_s": 0.0},
+        [({"timeout_s": -1.5}, ValueError, "timeout_s >= 0 (where timeout_s=-1.5)")],
+    ),
+    "VAL_LEN_RANGE": (
+        {"name": "pool"},
+        [
+            ({"name": ""}, ValueError, "len(name) in [1, 64] (where len(name)=0)"),
+            ({"name": "x" * 65}, ValueError, "len(name) in [1, 64] (where len(name)=65)"),
+        ],
+    ),
+    "VAL_DISJOINT": (
+        {"rollout_gpus": [0, 1], "train_gpus": [2, 3]},
+        [
+            (
+                {"rollout_gpus": [0, 1, 2], "train_gpus": [2, 3, 1]},
+                ValueError,
+                "rollout_gpus and train_gpus to share no item (where common=[1, 2])",
+            )
+        ],
+    ),
+    "VAL_KEYS_PRESENT": (
+        {"config": {"model": "m", "num_gpus": 8}},
+        [
+            (
+                {"config": {"model": "m"}},
+                ValueError,
+                'config to hold every key of ("model", "num_gpus") (where missing=[\'num_gpus\'])',
+            )
+        ],
+    ),
+    "VAL_SORTED": (
+        {"boundaries": [1, 2, 3]},
+        [
+            (
+                {"boundaries": [1, 2, 2, 3]},
+                ValueError,
+                "boundaries to be strictly ascending (where first unordered pair=(2, 2))",
+            )
+        ],
+    ),
+    "VAL_NON_BLANK": (
+        {"model_name": "llama"},
+        [
+            (
+                {"model_name": "  "},
+                ValueError,
+                "model_name to be a non-blank str (where model_name='  ')",
+            ),
+            (
+                {"model_name": None},
+                ValueError,
+                "model_name to be a non-blank str (where model_name=None)",
+            ),
+        ],
+    ),
+    "AST_PRECONDITION": (
+        {"ranks": [0, 1], "gpus": [4, 5]},
+        [
+            (
+                {"ranks": [0], "gpus": [4, 5]},
+                AssertionError,
+                "len(ranks) == len(gpus) (where ranks=[0], gpus=[4, 5])",
+            )
+        ],
+    ),
+    "AST_POSTCONDITION": (
+        {"offload_ranks": [1]},
+        [
+            (
+                {"offload_ranks": []},
+                AssertionError,
+                "len(offload_ranks) > 0 (where offload_ranks=[])",
+            )
+        ],
+    ),
+    "AST_INVARIANT": (
+        {"self": SimpleNamespace(free_gpus={1}, busy_gpus={2})},
+        [
+            (
+                {"self": SimpleNamespace(free_gpus={1}, busy_gpus={1, 2})},
+                AssertionError,
+                (
+                    "self.free_gpus.isdisjoint(self.busy_gpus)"
+                    " (where self.free_gpus={1}, self.busy_gpus={1, 2})"
+                ),
+            )
+        ],
+    ),
+}
+
+
+def expected_message(pattern_id: str, tail: str) -> str:
+    verb = "violated" if pattern_id.startswith("AST_") else "failed"
+    return f"{pattern_id} {verb} in {SYMBOL} ({DOC}:{ANN_LINE}): expected {tail}"
+
+
+def test_library_has_required_patterns_and_every_pattern_has_a_case(lib: PatternLibrary) -> None:
+    required = {
+        "VAL_INT_RANGE", "VAL_FLOAT_RANGE", "VAL_NON_EMPTY", "VAL_NO_DUPLICATES",
+        "VAL_TYPE_CHECK", "VAL_SUBSET", "VAL_IN_SET", "VAL_NOT_NONE", "VAL_STATE_TRANSITION",
+        "AST_PRECONDITION", "AST_POSTCONDITION", "AST_INVARIANT",
+    }  # fmt: skip
+    assert required <= set(lib.ids())
+    assert len(lib) >= 15
+    assert set(CASES) == set(lib.ids()), "every pattern needs a golden case"
+
+
+def test_required_parameters(lib: PatternLibrary) -> None:
+    def signature(pattern_id: str) -> list[tuple[str, str, str | None]]:
+        pattern = lib.get(pattern_id)
+        assert pattern is not None
+        return [(p.name, p.type, p.default) for p in pattern.params]
+
+    bounds = [("min", "expr", "None"), ("max", "expr", "None"), ("each", "bool", "False")]
+    assert signature("VAL_INT_RANGE") == [
+        ("value", "expr", None),
+        *bounds,
+        ("exc", "exception", "ValueError"),
+    ]
+    assert signature("VAL_FLOAT_RANGE")[:4] == [("value", "expr", None), *bounds]
+    assert signature("VAL_TYPE_CHECK") == [
+        ("value", "expr", None),
+        ("type", "type", None),
+        ("exc", "exception", "TypeError"),
+    ]
+    assert [p[0] for p in signature("VAL_STATE_TRANSITION")] == [
+        "current",
+        "target",
+        "transitions",
+        "exc",
+    ]
+    for pattern in lib:
+        names = [p.name for p in pattern.params]
+        if pattern.kind == "VAL":
+            assert names[-1] == "exc"
+        else:
+            assert names == ["condition"]
+
+
+@pytest.mark.parametrize("pattern_id", LIB.ids())
+def test_golden_rendering(pattern_id: str) -> None:
+    path = GOLDEN_DIR / f"{pattern_id}.py"
+    text = golden_text(pattern_id)
+    if os.environ.get("DD_UPDATE_GOLDEN"):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    assert path.is_file(), f"missing {path}; run with DD_UPDATE_GOLDEN=1"
+    assert path.read_text(encoding="utf-8") == text, "golden differs; DD_UPDATE_GOLDEN=1 rewrites"
+
+
+@pytest.mark.parametrize("pattern_id", sorted(CASES))
+def test_golden_function_passes_and_fails_with_exact_message(pattern_id: str) -> None:
+    check = load_check((GOLDEN_DIR / f"{pattern_id}.py").read_text(encoding="utf-8"))
+    passing, failing = CASES[pattern_id]
+    check(**passing)
+    for kwargs, exception, tail in failing:
+        with pytest.raises(exception) as info:
+            check(**kwargs)
+        assert type(info.value) is exception
+        assert str(info.value) == expected_message(pattern_id, tail)
+
+
+@pytest.mark.parametrize("pattern_id", [i for i in sorted(CASES) if i.startswith("VAL_")])
+def test_exc_overrides_the_exception(pattern_id: str) -> None:
+    check = load_check(example_function(pattern_id, ", exc=LookupError"))
+    kwargs, _, tail = CASES[pattern_id][1][0]
+    with pytest.raises(LookupError) as info:
+        check(**kwargs)
+    assert type(info.value) is LookupError
+    assert str(info.value) == expected_message(pattern_id, tail)
+
+
+def test_ast_checks_survive_python_dash_o() -> None:
+    script = textwrap.dedent(
+        """
+        import sys
+        assert False, "asserts are on"  # stripped under -O
+        for path, args in [(sys.argv[1], ([],)), (sys.argv[2], ([0], [1, 2]))]:
+            namespace = {}
+            exec(open(path).read(), namespace)
+            try:
+                namespace["check"](*args)
+            except AssertionError as exc:
+                print("raised:", exc)
+        """
+    )
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-O",
+            "-c",
+            script,
+            str(GOLDEN_DIR / "AST_POSTCONDITION.py"),
+            str(GOLDEN_DIR / "AST_PRECONDITION.py"),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    lines = result.stdout.splitlines()
+    assert lines == [
+        "raised: " + expected_message("AST_POSTCONDITION", CASES["AST_POSTCONDITION"][1][0][2]),
+        "raised: " + expected_message("AST_PRECONDITION", "len(ranks) == len(gpus) (where ranks=[0], gpus=[1, 2])"),
+    ]  # fmt: skip
+
+
+def test_goldens_are_ruff_clean() -> None:
+    ruff = shutil.which("ruff") or shutil.which("ruff", path=str(Path(sys.executable).parent))
+    if ruff is None:
+        pytest.skip("ruff is not installed")
+    result = subprocess.run(
+        [ruff, "check", "--no-cache", str(GOLDEN_DIR)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_goldens_do_not_import_generator() -> None:
+    for path in GOLDEN_DIR.glob("*.py"):
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        assert not [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+def test_message_survives_quotes_braces_backslashes_and_percent(lib: PatternLibrary) -> None:
+    annotation = ann("""VAL: VAL_IN_SET(mode, {"a%s", 'b"\\'{x}', "\\\\n"})""", line=12)
+    source = render_annotation(annotation, lib, "Pool.set_mode")
+    check = load_check("def check(mode):\n" + textwrap.indent(source, "    "))
+    check("a%s")
+    with pytest.raises(ValueError) as info:
+        check("{x}")
+    assert str(info.value) == (
+        "VAL_IN_SET failed in Pool.set_mode (design/x.md:12): expected mode to be one of "
+        """{"a%s", 'b"\\'{x}', "\\\\n"} (where mode='{x}')"""
+    )
+
+
+def test_ast_check_is_an_if_raise_not_an_assert(lib: PatternLibrary) -> None:
+    source = render_annotation(ann("AST: AST_POSTCONDITION(len(r) > 0)"), lib, "f")
+    assert source.startswith("if not (len(r) > 0):\n    raise AssertionError(\n")
+    assert not [n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Assert)]
+
+
+def test_rendering_is_deterministic_unindented_and_newline_terminated(lib: PatternLibrary) -> None:
+    annotation = ann("VAL: VAL_INT_RANGE(x, min=lo, max=hi + 1)")
+    first = render_annotation(annotation, lib, "f")
+    assert first == render_annotation(annotation, lib, "f")
+    assert first.endswith("\n") and not first.endswith("\n\n") and not first[0].isspace()
+    assert "not lo <= x <= (hi + 1)" in first
+    assert '" (where x=" + repr(x)' in first and '", hi + 1=" + repr(hi + 1)' in first
+
+
+def test_int_range_without_bounds_is_a_type_check(lib: PatternLibrary) -> None:
+    source = render_annotation(ann("VAL: VAL_INT_RANGE(n)"), lib, "f")
+    assert source.startswith("if isinstance(n, bool) or not isinstance(n, int):\n")
+    assert "raise TypeError(" in source
+    overridden = render_annotation(ann("VAL: VAL_INT_RANGE(n, exc=errors.Bad)"), lib, "f")
+    assert "raise errors.Bad(" in overridden
+
+
+def test_one_sided_bounds_reject_nan(lib: PatternLibrary) -> None:
+    source = render_annotation(ann("VAL: VAL_FLOAT_RANGE(x, min=0)"), lib, "f")
+    check = load_check("def check(x):\n" + textwrap.indent(source, "    "))
+    check(3.5)
+    for bad in (float("nan"), -1, True):
+        with pytest.raises(ValueError):
+            check(bad)
+
+
+def test_len_range_without_bounds_is_a_render_error(lib: PatternLibrary) -> None:
+    with pytest.raises(DDError) as info:
+        render_annotation(ann("VAL: VAL_LEN_RANGE(x)"), lib, "f")
+    assert info.value.diagnostics[0].code == "DD091"
+    assert info.value.diagnostics[0].message == (
+        "pattern VAL_LEN_RANGE: template failed: arguments rejected: give min or max (or both)"
+    )
+
+
+def test_render_refuses_an_invalid_annotation(lib: PatternLibrary) -> None:
+    with pytest.raises(DDError) as info:
+        render_annotation(ann("VAL: VAL_NON_EMPTY(x, y)"), lib, "f")
+    assert [d.code for d in info.value.diagnostics] == ["DD052"]
+
+
+@pytest.mark.parametrize(
+    ("src", "rendered"),
+    [
+        ("x", "x"),
+        ("self.a.b", "self.a.b"),
+        ("f(x)[0]", "f(x)[0]"),
+        ("(1, 2)", "(1, 2)"),
+        ("[1, 2]", "[1, 2]"),
+        ("'s'", "'s'"),
+        ("a + b", "(a + b)"),
+        ("-1", "(-1)"),
+        ("x if c else y", "(x if c else y)"),
+        ("'a' 'b'", "('a' 'b')"),
+        ("not x", "(not x)"),
+        ("(a + b)", "(a + b)"),
+    ],
+)
+def test_arg_renders_parenthesised_when_not_atomic(src: str, rendered: str) -> None:
+    assert str(Arg("p", src, "expr", False)) == rendered
+
+
+def test_arg_literal_values() -> None:
+    assert Arg("each", "True", "bool", False).value is True
+    assert Arg("m", "-3", "int", False).value == -3
+    assert Arg("m", "n - 1", "expr", False).value is None
+    assert Arg("m", "None", "expr", True).is_none
+
+
+@pytest.mark.parametrize(
+    ("condition", "names"),
+    [
+        ("len(offload_ranks) > 0", ["offload_ranks"]),
+        ("self.free.isdisjoint(self.busy)", ["self.free", "self.busy"]),
+        ("all(g >= 0 for g in gpus)", ["gpus"]),
+        ("a is None or a.b > 0", ["a"]),
+        ("x.y.z == x.y", ["x.y.z", "x.y"]),
+        ("math.isfinite(v) and v < top[i]", ["v", "top", "i"]),
+        ("f(x).y > 0", ["x"]),
+        ("isinstance(x, int)", ["x"]),
+    ],
+)
+def test_condition_names(condition: str, names: list[str]) -> None:
+    assert condition_names(condition) == names
+
+
+# --------------------------------------------------------------------------- checking
+
+
+@pytest.mark.parametrize(
+    ("text", "code", "message"),
+    [
+        ("VAL: VAL_INT_RANG(x)", "DD050", "unknown pattern ID VAL_INT_RANG (did you mean VAL_INT_RANGE?)"),
+        ("VAL: VAL_ZZZZZZZZZ(x)", "DD050", "unknown pattern ID VAL_ZZZZZZZZZ"),
+        ("AST: VAL_NON_EMPTY(x)", "DD053", "VAL_NON_EMPTY is a VAL pattern, not AST: write `# VAL: VAL_NON_EMPTY(...)`"),
+        ("VAL: AST_INVARIANT(x)", "DD053", "AST_INVARIANT is an AST pattern, not VAL: write `# AST: AST_INVARIANT(...)`"),
+        ("VAL: VAL_NON_EMPTY(x); import os; (y)", "DD051", "arguments of VAL_NON_EMPTY are not plain expressions: not a valid argument list (invalid syntax)"),
+        ("VAL: VAL_NON_EMPTY(x) + (y)", "DD051", "arguments of VAL_NON_EMPTY are not plain expressions: not a valid argument list (text outside the parentheses)"),
+        ("VAL: VAL_NON_EMPTY(x) #)", "DD051", "arguments of VAL_NON_EMPTY are not plain expressions: not a valid argument list (text outside the parentheses)"),
+        ("VAL: VAL_NON_EMPTY(lambda: 1)", "DD051", "arguments of VAL_NON_EMPTY are not plain expressions: lambda is not allowed"),
+        ("VAL: VAL_NON_EMPTY([(y := 1)])", "DD051", "arguments of VAL_NON_EMPTY are not plain expressions: assignment expressions (:=) are not allowed"),
+        ("VAL: VAL_NON_EMPTY(*xs)", "DD051", "arguments of VAL_NON_EMPTY are not plain expressions: '*' unpacking is not allowed"),
+        ("VAL: VAL_NON_EMPTY(**kw)", "DD051", "arguments of VAL_NON_EMPTY are not plain expressions: '**' unpacking is not allowed"),
+        ("VAL: VAL_NON_EMPTY(await x)", "DD051", "arguments of VAL_NON_EMPTY are not plain expressions: await is not allowed"),
+        ("VAL: VAL_NON_EMPTY((yield x))", "DD051", "arguments of VAL_NON_EMPTY are not plain expressions: yield is not allowed"),
+        ("VAL: VAL_NON_EMPTY((yield from x))", "DD051", "arguments of VAL_NON_EMPTY are not plain expressions: yield from is not allowed"),
+        ("VAL: VAL_NON_EMPTY(x,\ny)", "DD051", "arguments of VAL_NON_EMPTY are not plain expressions: arguments span several lines"),
+        ("VAL: VAL_INT_RANGE(x, 0, 7, True, 1)", "DD052", "VAL_INT_RANGE takes at most 4 positional arguments (5 given)"),
+        ("VAL: VAL_INT_RANGE(x, minimum=0)", "DD052", "VAL_INT_RANGE has no parameter 'minimum' (did you mean 'min'?); its parameters: value, min, max, each, exc"),
+        ("VAL: VAL_INT_RANGE(x, value=y)", "DD052", "VAL_INT_RANGE got parameter 'value' twice"),
+        ("VAL: VAL_INT_RANGE(x, min=0, min=1)", "DD052", "VAL_INT_RANGE got parameter 'min' twice"),
+        ("VAL: VAL_INT_RANGE(min=0)", "DD052", "VAL_INT_RANGE is missing required argument 'value'"),
+        ("VAL: VAL_INT_RANGE(x, each=1)", "DD052", "argument each=1 of VAL_INT_RANGE must be True or False"),
+        ("VAL: VAL_INT_RANGE(x, each=flag)", "DD052", "argument each=flag of VAL_INT_RANGE must be True or False"),
+        ("VAL: VAL_SORTED(x, strict='yes')", "DD052", "argument strict='yes' of VAL_SORTED must be True or False"),
+        ("VAL: VAL_NON_EMPTY(x, exc='E')", "DD052", "argument exc='E' of VAL_NON_EMPTY must be an exception class name"),
+        ("VAL: VAL_NON_EMPTY(x, exc=make())", "DD052", "argument exc=make() of VAL_NON_EMPTY must be an exception class name"),
+        ("VAL: VAL_TYPE_CHECK(x, 1)", "DD052", "argument type=1 of VAL_TYPE_CHECK must be a type, a tuple of types or a union of types"),
+        ("VAL: VAL_TYPE_CHECK(x, None)", "DD052", "argument type=None of VAL_TYPE_CHECK must be a type, a tuple of types or a union of types"),
+        ("AST: AST_PRECONDITION(x, exc=KeyError)", "DD052", "AST_PRECONDITION has no parameter 'exc'; its parameters: condition"),
+    ],
+)  # fmt: skip
+def test_check_annotation_reports(lib: PatternLibrary, text: str, code: str, message: str) -> None:
+    annotation = ann(text)
+    diags = check_annotation(annotation, lib)
+    assert [(d.code, d.message) for d in diags] == [(code, message)]
+    assert diags[0].loc == annotation.loc
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "VAL: VAL_INT_RANGE(target_gpus, min=0, max=self.num_gpus - 1, each=True)",
+        "VAL: VAL_IN_SET(mode, {f'{p}-a', \"b\"})",
+        "VAL: VAL_TYPE_CHECK(x, (int, float))",
+        "VAL: VAL_TYPE_CHECK(x, int | None)",
+        "VAL: VAL_TYPE_CHECK(x, np.ndarray, exc=errors.BadInput)",
+        "VAL: VAL_SUBSET([g for g in gpus if g], allowed=range(8))",
+        "VAL: VAL_NON_EMPTY(x for x in xs)",
+        "AST: AST_POSTCONDITION(all(r >= 0 for r in ranks) and ranks == sorted(ranks))",
+    ],
+)
+def test_check_annotation_accepts(lib: PatternLibrary, text: str) -> None:
+    assert check_annotation(ann(text), lib) == []
+    render_annotation(ann(text), lib, "f")
+
+
+def test_kind_mismatch_and_bad_arguments_are_both_reported(lib: PatternLibrary) -> None:
+    codes = [d.code for d in check_annotation(ann("AST: VAL_NON_EMPTY(x, y)"), lib)]
+    assert codes == ["DD053", "DD052"]
+
+
+# --------------------------------------------------------------------------- loading
+
+GOOD = """\
+id: VAL_EVEN
+kind: VAL
+summary: An even int.
+params:
+  - {name: value}
+message: "{{ value.src }} to be even"
+template: |
+  if {{ value }} % 2:
+      {{ fail(exc, message, where(value)) }}
+example: "VAL_EVEN(n)"
+"""
+
+
+def write(directory: Path, name: str, text: str) -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / name
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def load_errors(*dirs: Path) -> list[str]:
+    with pytest.raises(DDError) as info:
+        PatternLibrary.load(list(dirs))
+    assert {d.code for d in info.value.diagnostics} == {"DD090"}
+    return [d.render() for d in info.value.diagnostics]
+
+
+def test_builtin_dir_is_the_repo_patterns_in_a_checkout() -> None:
+    assert builtin_pattern_dir() == REPO / "patterns"
+
+
+def test_project_pattern_loads_renders_and_gets_exc(tmp_path: Path) -> None:
+    write(tmp_path / "pats", "VAL_EVEN.yaml", GOOD)
+    lib = PatternLibrary.load([tmp_path / "pats", builtin_pattern_dir()])
+    pattern = lib.get("VAL_EVEN")
+    assert pattern is not None and "VAL_EVEN" in lib and "VAL_EVEN" not in lib.builtin_ids
+    assert [p.name for p in pattern.params] == ["value", "exc"]
+    source = render_annotation(ann("VAL: VAL_EVEN(n, exc=KeyError)", line=4), lib, "f")
+    assert source == (
+        "if n % 2:\n"
+        "    raise KeyError(\n"
+        '        "VAL_EVEN failed in f (design/x.md:4): expected n to be even"\n'
+        '        + " (where n=" + repr(n)\n'
+        '        + ")"\n'
+        "    )\n"
+    )
+
+
+def test_extra_dir_that_is_the_builtin_dir_is_skipped() -> None:
+    assert PatternLibrary.load([builtin_pattern_dir()]).ids() == LIB.ids()
+
+
+@pytest.mark.parametrize(
+    ("text", "error"),
+    [
+        ("id: [unclosed\n", "2:1: error[DD090]: invalid YAML: expected ',' or ']', but got '<stream end>'"),
+        ("- a\n", "1:1: error[DD090]: a pattern file must be a YAML mapping"),
+        (GOOD.replace("kind: VAL", "kind: FOO"), "2:1: error[DD090]: kind: Input should be 'VAL' or 'AST'"),
+        (GOOD.replace("{name: value}", "{name: value, type: list}"), "5:1: error[DD090]: params.0.type: Input should be 'expr', 'name', 'int', 'float', 'number', 'str', 'bool', 'type' or 'exception'"),
+        (GOOD.replace("summary: An even int.\n", ""), "1:1: error[DD090]: summary: Field required"),
+        (GOOD + "colour: red\n", "11:1: error[DD090]: colour: Extra inputs are not permitted"),
+        (GOOD + "kind: AST\n", "11:1: error[DD090]: key 'kind' given twice"),
+        (GOOD.replace("{name: value}", "{name: value, required: false}"), "5:1: error[DD090]: optional parameter 'value' needs a default"),
+        (GOOD.replace("{name: value}", "{name: fail}"), "5:1: error[DD090]: parameter name 'fail' is reserved"),
+        (GOOD.replace("{name: value}", "{name: value, required: false, default: 'x +'}"), "5:1: error[DD090]: default of 'value' is not a Python expression"),
+        (GOOD.replace("{name: value}", "{name: exc, type: expr, required: false, default: E}"), "5:1: error[DD090]: parameter 'exc' must be an optional exception"),
+        (GOOD.replace("if {{ value }}", "if {{ value }"), "8:1: error[DD090]: template: Jinja2 syntax error: unexpected '}'"),
+        (GOOD.replace('"{{ value.src }} to be even"', '"{% if %}"'), "6:1: error[DD090]: message: Jinja2 syntax error: Expected an expression, got 'end of statement block'"),
+        (GOOD.replace("VAL_EVEN(n)", "VAL_ODD(n)"), "10:1: error[DD090]: example must be a call of VAL_EVEN"),
+        (GOOD + "loc: {path: x}\n", "11:1: error[DD090]: unknown key 'loc'"),
+    ],
+)  # fmt: skip
+def test_invalid_pattern_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str, error: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path / "pats", "VAL_EVEN.yaml", text)
+    assert load_errors(Path("pats")) == [f"pats/VAL_EVEN.yaml:{error}"]
+
+
+def test_file_name_must_be_the_id(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path / "pats", "even.yaml", GOOD)
+    assert load_errors(Path("pats")) == [
+        "pats/even.yaml:1:1: error[DD090]: file name must be the pattern ID: VAL_EVEN.yaml"
+    ]
+
+
+def test_ast_pattern_may_not_set_an_exception(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    text = GOOD.replace("VAL_EVEN", "AST_EVEN").replace("kind: VAL", "kind: AST")
+    write(tmp_path / "pats", "AST_EVEN.yaml", text + "exception: KeyError\n")
+    assert load_errors(Path("pats")) == [
+        "pats/AST_EVEN.yaml:11:1: error[DD090]: AST patterns always raise AssertionError"
+    ]
+
+
+def test_reusing_a_builtin_id(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path / "pats", "VAL_NON_EMPTY.yaml", GOOD.replace("VAL_EVEN", "VAL_NON_EMPTY"))
+    builtin = (builtin_pattern_dir() / "VAL_NON_EMPTY.yaml").as_posix()
+    assert load_errors(Path("pats")) == [
+        f"pats/VAL_NON_EMPTY.yaml:1:1: error[DD090]: VAL_NON_EMPTY reuses a built-in pattern ID ({builtin})"
+    ]
+
+
+def test_duplicate_id_across_project_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path / "a", "VAL_EVEN.yaml", GOOD)
+    write(tmp_path / "b", "VAL_EVEN.yaml", "\n" + GOOD)
+    assert load_errors(Path("a"), Path("b")) == [
+        "b/VAL_EVEN.yaml:2:1: error[DD090]: VAL_EVEN reuses an already defined pattern ID (a/VAL_EVEN.yaml)"
+    ]
+
+
+def test_all_problems_are_reported_at_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    write(tmp_path / "pats", "VAL_A.yaml", "- a\n")
+    write(tmp_path / "pats", "VAL_B.yaml", "id: [\n")
+    errors = load_errors(Path("pats"), Path("missing"))
+    assert [e.split(": error")[0] for e in errors] == [
+        "pats/VAL_A.yaml:1:1",
+        "pats/VAL_B.yaml:2:1",
+        "missing:1:1",
+    ]
+    assert errors[-1] == "missing:1:1: error[DD090]: pattern directory not found"
+
+
+def test_template_rendering_invalid_python_is_dd091(tmp_path: Path) -> None:
+    write(
+        tmp_path / "pats", "VAL_EVEN.yaml", GOOD.replace("if {{ value }} % 2:", "if {{ value }} %")
+    )
+    lib = PatternLibrary.load([tmp_path / "pats"])
+    with pytest.raises(DDError) as info:
+        render_annotation(ann("VAL: VAL_EVEN(n)"), lib, "f")
+    (diag,) = info.value.diagnostics
+    assert diag.code == "DD091"
+    assert diag.message.startswith("pattern VAL_EVEN: template rendered invalid Python (")
