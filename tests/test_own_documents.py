@@ -1,0 +1,38 @@
+"""The project's own design documents: they check clean, rlsched/ is exactly what they generate,
+and every DONE step passes its verification (no phantom completions)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from generator.models import StepStatus
+from generator.project import Project
+
+REPO = Path(__file__).resolve().parent.parent
+PROJECT = Project.load(REPO)
+DONE = [(doc.path, step.number) for doc in PROJECT.documents for step in doc.steps if step.status is StepStatus.done]
+
+
+def test_own_documents_check_clean() -> None:
+    assert [d.render() for d in PROJECT.check() if d.severity == "error"] == []
+
+
+def test_rlsched_is_exactly_what_the_documents_generate() -> None:
+    assert [f"{c.action} {c.path}" for c in PROJECT.pending_changes()] == []
+
+
+def test_every_own_document_has_a_plan() -> None:
+    assert PROJECT.documents and all(doc.steps for doc in PROJECT.documents)
+
+
+@pytest.mark.parametrize(("doc", "number"), DONE, ids=[f"{d}#{n}" for d, n in DONE])
+def test_done_step_passes_its_verification(doc: str, number: int) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-m", "generator", "step", "verify", str(number), "--doc", doc],
+        cwd=REPO, capture_output=True, text=True, check=False,
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
