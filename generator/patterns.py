@@ -99,12 +99,24 @@ def _template_line(node: yaml.MappingNode, key: str, lineno: int) -> int:
     return value.start_mark.line + 1 + block + lineno - 1
 
 
+def _compose(text: str, loader_cls: type) -> tuple[Any, Any]:
+    """The document's node (for line numbers) and its data, from a single parse."""
+    loader = loader_cls(text)
+    try:
+        node = loader.get_single_node()
+        return node, (loader.construct_document(node) if node is not None else None)
+    finally:
+        loader.dispose()
+
+
 def _read_yaml(path: Path, shown: str) -> tuple[dict[str, Any], yaml.MappingNode]:
     """The file's mapping and its node (for line numbers); DD090 on any YAML problem."""
     try:
         text = path.read_text(encoding="utf-8")
-        node = yaml.compose(text, Loader=yaml.SafeLoader)
-        data = yaml.safe_load(text)
+        try:
+            node, data = _compose(text, _Loader)
+        except yaml.YAMLError:
+            node, data = _compose(text, yaml.SafeLoader)  # the pure-Python loader words errors best
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
         line = mark.line + 1 if mark is not None else 1
@@ -179,10 +191,30 @@ def _parse_expr(src: str) -> ast.expr | None:
         return None
 
 
-@dataclass(frozen=True)
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available: same result, faster
+
+
+@dataclass
 class _Compiled:
-    message: jinja2.Template
-    template: jinja2.Template
+    """A pattern's templates: syntax-checked at load, compiled on first use (most go unused)."""
+
+    env: jinja2.Environment
+    message_src: str
+    template_src: str
+    _cache: tuple[jinja2.Template, jinja2.Template] | None = None
+
+    def _compile(self) -> tuple[jinja2.Template, jinja2.Template]:
+        if self._cache is None:
+            self._cache = (self.env.from_string(self.message_src), self.env.from_string(self.template_src))
+        return self._cache
+
+    @property
+    def message(self) -> jinja2.Template:
+        return self._compile()[0]
+
+    @property
+    def template(self) -> jinja2.Template:
+        return self._compile()[1]
 
 
 def _read_pattern(path: Path, env: jinja2.Environment) -> tuple[Pattern, _Compiled, int]:
@@ -204,15 +236,14 @@ def _read_pattern(path: Path, env: jinja2.Environment) -> tuple[Pattern, _Compil
     problems = _semantic_problems(pattern, data, path.stem)
     if problems:
         raise _FileErrors([_dd090(shown, _node_line(node, keys), msg) for keys, msg in problems])
-    compiled = {}
     for key in ("message", "template"):
         try:
-            compiled[key] = env.from_string(getattr(pattern, key))
+            env.parse(getattr(pattern, key))
         except jinja2.TemplateSyntaxError as exc:
             line = _template_line(node, key, exc.lineno or 1)
             message = f"{key}: Jinja2 syntax error: {exc.message}"
             raise _FileErrors([_dd090(shown, line, message)]) from exc
-    return _with_exc_param(pattern), _Compiled(**compiled), id_line
+    return _with_exc_param(pattern), _Compiled(env, pattern.message, pattern.template), id_line
 
 
 def _pattern_files(directory: Path) -> list[Path]:
