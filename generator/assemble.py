@@ -84,15 +84,35 @@ def _leading(marker: str, blank_lines: int) -> list[cst.EmptyLine]:
     return [cst.EmptyLine() for _ in range(blank_lines)] + [_comment_line(marker)]
 
 
+def _trim_blank(lines: Sequence[cst.EmptyLine]) -> list[cst.EmptyLine]:
+    """`lines` without the blank lines at either end (comments and inner blanks are kept)."""
+    kept = list(lines)
+    while kept and kept[0].comment is None:
+        kept.pop(0)
+    while kept and kept[-1].comment is None:
+        kept.pop()
+    return kept
+
+
 def _parse_def(code: str, where: Loc) -> cst.BaseCompoundStatement:
+    """The spec's single definition, carrying the comments written around it: those above it
+    stay above it (after the dd-source marker), those below it close its body."""
     try:
         module = cst.parse_module(code)
     except cst.ParserSyntaxError as exc:
         raise DDError([Diagnostic(loc=where, code="DD091", message=f"expanded code does not parse: {exc.message}")]) from None
-    statements = [s for s in module.body]
+    statements = list(module.body)
     if len(statements) != 1 or not isinstance(statements[0], (cst.FunctionDef, cst.ClassDef)):
         raise DDError([Diagnostic(loc=where, code="DD095", message="spec code is not a single definition")])
-    return statements[0]
+    node = statements[0]
+    trailing = _trim_blank(module.footer)
+    if trailing and isinstance(node.body, cst.IndentedBlock):
+        node = node.with_changes(body=node.body.with_changes(footer=[*node.body.footer, *trailing]))
+    return node.with_changes(leading_lines=_trim_blank([*module.header, *node.leading_lines]))
+
+
+def _with_marker(node: cst.BaseCompoundStatement, marker: str, blank_lines: int) -> cst.BaseCompoundStatement:
+    return node.with_changes(leading_lines=[*_leading(marker, blank_lines), *node.leading_lines])
 
 
 def _with_methods(cls: cst.ClassDef, methods: Sequence[cst.FunctionDef]) -> cst.ClassDef:
@@ -124,8 +144,7 @@ def assemble_module(
             top.append(spec.name)
         elif emitted(spec):
             node = _parse_def(expand(spec), spec.loc)
-            marker = _leading(source_marker(doc, spec), 1 if spec.kind is SpecKind.method else 0)
-            node = node.with_changes(leading_lines=marker)
+            node = _with_marker(node, source_marker(doc, spec), 1 if spec.kind is SpecKind.method else 0)
             if spec.kind is SpecKind.method:
                 classes[spec.class_name or ""][2].append(node)  # type: ignore[arg-type]
             else:
@@ -138,7 +157,7 @@ def assemble_module(
             spec, cls, methods = classes[item]
             if not (emitted(spec) or methods):
                 continue
-            item = _with_methods(cls, methods).with_changes(leading_lines=_leading(source_marker(doc, spec), 0))
+            item = _with_marker(_with_methods(cls, methods), source_marker(doc, spec), 0)
         parts.append(cst.Module(body=[item]).code.strip("\n"))
     head = "\n".join(header_lines(doc))
     return with_hash(_normalise(head + "\n" + "\n\n\n".join(parts)))

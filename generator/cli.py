@@ -15,6 +15,7 @@ from rich.table import Table
 from generator.config import load_config
 from generator.models import DDError, Diagnostic
 from generator.project import Project
+from generator.steps import StepError, template_text
 
 out = Console(highlight=False, soft_wrap=True)
 err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -59,12 +60,14 @@ def check(docs: tuple[str, ...], fmt: str) -> None:
     """Check design documents (all configured ones, or DOCS); exit 1 on any error."""
     project = load_project(docs)
     diags = project.check()
-    if docs:
+    checked = project.documents
+    if docs:  # the whole project is loaded (names resolve across it); report on DOCS only
         wanted = {project.config.rel(Path(d)) for d in docs}
         diags = [d for d in diags if d.loc.path in wanted]
+        checked = [d for d in checked if d.path in wanted]
     print_diagnostics(diags, fmt)
     if fmt == "text" and not diags:
-        err.print(f"ok: {len(project.documents)} document(s), {sum(len(d.specs()) for d in project.documents)} spec(s)")
+        err.print(f"ok: {len(checked)} document(s), {sum(len(d.specs()) for d in checked)} spec(s)")
     sys.exit(1 if any(d.severity == "error" for d in diags) else 0)
 
 
@@ -81,8 +84,9 @@ def expand(check_only: bool, show_diff: bool, force: bool) -> None:
             for change in changes:
                 click.echo(change.diff(), nl=False)
         if check_only:
+            notes = {"DD100": " (edited by hand: needs --force)", "DD101": " (not managed by dd)"}
             for change in changes:
-                click.echo(f"would {change.action} {change.path}")
+                click.echo(f"would {change.action} {change.path}{notes.get(change.blocker or '', '')}")
             if changes:
                 err.print(f"{len(changes)} file(s) out of date: run `dd expand`")
             sys.exit(1 if changes else 0)
@@ -103,18 +107,25 @@ def new(name: str, title: str | None, package: str | None) -> None:
     """Create design/NAME.md from the template."""
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_\-]*", name):
         raise click.BadParameter("use letters, digits, '-' and '_'", param_hint="NAME")
-    config = load_config()
+    try:
+        config = load_config()
+    except DDError as exc:
+        print_diagnostics(exc.diagnostics)
+        sys.exit(1)
     docs_dir = config.root / (config.docs[0] if config.docs else "design")
     target = docs_dir / f"{name}.md"
     if target.exists():
         err.print(f"{config.rel(target)}: already exists; nothing written")
         sys.exit(1)
     if package is None:
-        existing = Project.load(config.root).documents
+        existing = load_project().documents
         package = existing[0].front.package if existing else re.sub(r"\W", "_", name).lower()
     if not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", package):
         raise click.BadParameter("not a dotted Python name", param_hint="--package")
-    text = template_text()
+    try:
+        text = template_text()
+    except StepError as exc:
+        raise click.ClickException(str(exc)) from None
     text = (
         text.replace("__TITLE__", title or name.replace("_", " ").replace("-", " ").capitalize())
         .replace("__PACKAGE__", package)
@@ -124,15 +135,6 @@ def new(name: str, title: str | None, package: str | None) -> None:
     docs_dir.mkdir(parents=True, exist_ok=True)
     target.write_text(text, encoding="utf-8")
     click.echo(config.rel(target))
-
-
-def template_text() -> str:
-    """design/template.md: shipped in the wheel as generator/_template.md, else from the checkout."""
-    here = Path(__file__).resolve().parent
-    for candidate in (here / "_template.md", here.parent / "design" / "template.md"):
-        if candidate.is_file():
-            return candidate.read_text(encoding="utf-8")
-    raise click.ClickException("design template not found in the installation")
 
 
 @cli.command()

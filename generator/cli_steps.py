@@ -18,10 +18,12 @@ from rich.console import Console
 from rich.table import Table
 
 from generator import steps as st
-from generator.docedit import atomic_write, set_plan_block
+from generator.docedit import set_plan_block
+from generator.gitutil import GitError
 from generator.models import DDError, Diagnostic, Document, StepStatus
 from generator.plan import render_dot, render_mermaid
 from generator.project import Project
+from generator.writer import atomic_write
 
 _console = Console(highlight=False, soft_wrap=True)
 _err = Console(stderr=True, highlight=False, soft_wrap=True)
@@ -47,7 +49,7 @@ def _fail(message: str, diags: list[Diagnostic] | None = None) -> NoReturn:
 
 @contextmanager
 def _refusals() -> Iterator[None]:
-    """Turn StepError/DDError into `error: ...` on stderr and exit status 1."""
+    """Turn StepError/DDError/GitError into `error: ...` on stderr and exit status 1."""
     try:
         yield
     except st.StepError as exc:
@@ -56,6 +58,8 @@ def _refusals() -> Iterator[None]:
         _fail(str(exc), exc.diagnostics)
     except DDError as exc:
         _fail("the project has errors", exc.diagnostics)
+    except GitError as exc:
+        _fail(str(exc))
 
 
 def _load() -> Project:
@@ -101,7 +105,8 @@ def plan(doc: str | None) -> None:
 def status(as_json: bool) -> None:
     """Every document's steps with status, dependencies and commit."""
     project = _load()
-    data = st.status_data(project)
+    with _refusals():
+        data = st.status_data(project)
     if as_json:
         click.echo(json.dumps(data, indent=2))
         return

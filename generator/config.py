@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import codecs
 import fnmatch
 import tomllib
 from pathlib import Path
@@ -51,7 +52,7 @@ class Config(Model):
                 if not path.is_file() or self._excluded(path):
                     continue
                 with path.open("rb") as fh:
-                    if fh.readline().rstrip(b"\r\n") == b"---":
+                    if fh.readline().removeprefix(codecs.BOM_UTF8).rstrip(b"\r\n") == b"---":
                         found.add(path)
         return sorted(found)
 

@@ -1,4 +1,4 @@
-"""Byte-minimal edits of a design document's text, and atomic file writes.
+"""Byte-minimal edits of a design document's text (written with `writer.atomic_write`).
 
 Every function here takes the document text and returns the edited text; bytes outside the
 edited value or the inserted lines are left exactly as they were (line endings included).
@@ -8,10 +8,7 @@ characters), so callers must pass the `Document`/`Step` parsed from the same `te
 
 from __future__ import annotations
 
-import os
 import re
-import tempfile
-from pathlib import Path
 
 from generator.models import Document, Step
 from generator.plan import step_field
@@ -165,25 +162,3 @@ def set_plan_block(text: str, doc: Document, info: str, content: str) -> str:
         at -= 1
     _insert_block(lines, at, [f"```{info}", *body, "```"], nl)
     return "".join(lines)
-
-
-def _umask() -> int:
-    mask = os.umask(0)
-    os.umask(mask)
-    return mask
-
-
-def atomic_write(path: Path, text: str | bytes) -> None:
-    """Replace `path` with `text` atomically (temporary sibling, then `os.replace`); `str` is
-    written as UTF-8 with no newline translation."""
-    data = text.encode("utf-8") if isinstance(text, str) else text
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".dd-tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.chmod(tmp, path.stat().st_mode & 0o7777 if path.exists() else 0o666 & ~_umask())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise

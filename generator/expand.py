@@ -239,7 +239,14 @@ def expand_code(
         if number in expander.before_docstring:
             errors.append(_dd055(ann, "an annotation may not precede the docstring"))
         elif number not in expander.placed:
-            errors.append(_dd055(ann, "annotation is not an own-line comment in a function body"))
+            errors.append(
+                _dd055(
+                    ann,
+                    "annotation is not an own-line comment in a function body"
+                    " (a statement must be able to follow it: not inside an expression,"
+                    " a nested class or after the definition)",
+                )
+            )
     if errors:
         raise DDError(errors)
     return expanded.code

@@ -19,17 +19,24 @@ class GitError(RuntimeError):
 
 def git(cwd: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     """Run `git args` in `cwd` and return the completed process (text, output captured)."""
-    proc = subprocess.run(
-        ["git", *args], cwd=cwd, capture_output=True, text=True, encoding="utf-8", check=False
-    )
+    try:
+        proc = subprocess.run(
+            ["git", *args], cwd=cwd, capture_output=True, text=True, encoding="utf-8", check=False
+        )
+    except OSError as exc:  # git not installed, or `cwd` gone
+        raise GitError(f"cannot run git: {exc}") from None
     if check and proc.returncode != 0:
         raise GitError(f"git {' '.join(args)}: {proc.stderr.strip() or proc.stdout.strip()}")
     return proc
 
 
 def repo_root(cwd: Path) -> Path | None:
-    """The work tree root containing `cwd`, or None when `cwd` is not inside a git repository."""
-    proc = git(cwd, "rev-parse", "--show-toplevel", check=False)
+    """The work tree root containing `cwd`; None when `cwd` is not inside a git repository (or
+    git cannot run at all)."""
+    try:
+        proc = git(cwd, "rev-parse", "--show-toplevel", check=False)
+    except GitError:
+        return None
     return Path(proc.stdout.strip()).resolve() if proc.returncode == 0 else None
 
 
@@ -106,11 +113,6 @@ def step_commits(cwd: Path) -> dict[str, str]:
 def step_key(doc_path: str, n: int) -> str:
     """The trailer value naming step `n` of the document at repository path `doc_path`."""
     return f"{doc_path}#{n}"
-
-
-def find_step_commit(cwd: Path, doc_path: str, n: int) -> str | None:
-    """Hash of the newest commit with trailer `Dd-Step: <doc_path>#<n>` (exact match), or None."""
-    return step_commits(cwd).get(step_key(doc_path, n))
 
 
 def show(cwd: Path, rev: str, path: str) -> str | None:

@@ -52,6 +52,8 @@ _MODULE_RE = re.compile(rf"^{_NUMBER}\s+Module\s+`(?P<name>[^`]*)`\s*$")
 # A level-3 heading that tries to be a module heading (else it is prose sub-structure).
 _MODULE_ATTEMPT_RE = re.compile(rf"^(?:\d[\d.]*\s+)?Module\s+(?:`|{_IDENT}(?:\.{_IDENT})+\s*$)")
 _DOTTED_RE = re.compile(rf"^{_DOTTED}$")
+# A part of a `path:` value: no `..`, no hidden directory (`.git`), no `\`, `:` or `~`.
+_PATH_PART_RE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
 _CLASS_SPEC_RE = re.compile(rf"^{_NUMBER}\s+Class\s+`(?P<name>{_IDENT})`\s*$")
 _DEF_SPEC_RE = re.compile(rf"^{_NUMBER}\s+`(?P<name>{_IDENT}(?:\.{_IDENT})?)`\s*$")
 _STEP_RE = re.compile(r"^Step\s+(?P<num>\d+)\s*:\s*(?P<title>\S.*)$", re.DOTALL)
@@ -172,7 +174,7 @@ class _Parser:
 
     def __init__(self, rel: str, text: str) -> None:
         self.rel = rel
-        self.text = text
+        self.text = text = text.removeprefix("\ufeff")  # a byte order mark is not content
         self.lines = [line.rstrip("\r") for line in text.split("\n")]
         if len(self.lines) > 1 and self.lines[-1] == "":
             self.lines.pop()  # the text ends with a newline: no extra line
@@ -542,12 +544,12 @@ class _Parser:
         if given is None:
             return derived
         value = given.value.strip("`").strip()
-        parts = value.split("/")
-        if not value.endswith(".py") or value.startswith("/") or ".." in parts or "" in parts:
+        if not value.endswith(".py") or not all(map(_PATH_PART_RE.match, value.split("/"))):
             self.error(
                 "DD020",
                 given.loc.line,
-                f"module `path:` `{value}` must be a relative path to a .py file",
+                f"module `path:` `{value}` must be a relative path to a .py file "
+                "(`/`-separated parts of letters, digits, `_`, `-` and `.`, none starting with `.`)",
                 given.loc.col,
             )
             return derived
@@ -856,6 +858,9 @@ def _set_verify(step: Step, value: str) -> str | None:
     bad = [i for i in items if not (i.startswith(("steps/", "cmd:")))]
     if bad:
         return f"item `{bad[0]}` is neither a `steps/...` path nor `cmd: <command>`"
+    escaping = [i for i in items if not i.startswith("cmd:") and ".." in i.split("/")]
+    if escaping:
+        return f"item `{escaping[0]}` must stay under `steps/` (no `..`)"
     step.verify = items
     return None
 

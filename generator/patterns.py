@@ -392,6 +392,16 @@ def _dotted(node: ast.AST) -> str | None:
     return None
 
 
+def _is_exception_name(name: str | None) -> bool:
+    """A dotted name that can denote an exception class: its last part is CapWords-like and a
+    builtin must be an exception. `exc=` becomes `raise <exc>(message)`, so a callable such as
+    `os.system` or `print` must not get through."""
+    if name is None or not name.rsplit(".", 1)[-1][:1].isupper():
+        return False
+    builtin = getattr(builtins, name, None) if "." not in name else None
+    return builtin is None or (isinstance(builtin, type) and issubclass(builtin, BaseException))
+
+
 def _is_type_expr(node: ast.AST, in_union: bool = False) -> bool:
     """A dotted name, a tuple of type expressions or a union `A | B` (which may hold None)."""
     if _dotted(node) is not None:
@@ -429,7 +439,7 @@ def _type_problem(param: PatternParam, node: ast.expr) -> str | None:
         return None
     if kind == "name" and _dotted(node) is None:
         return "must be a dotted name"
-    if kind == "exception" and _dotted(node) is None:
+    if kind == "exception" and not _is_exception_name(_dotted(node)):
         return "must be an exception class name"
     if kind == "type" and not _is_type_expr(node):
         return "must be a type, a tuple of types or a union of types"

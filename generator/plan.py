@@ -642,5 +642,7 @@ def check_revision_at_head(doc: Document, root: Path) -> list[Diagnostic]:
     git_root = gitutil.repo_root(root)
     if git_root is None or not gitutil.has_head(git_root):
         return check_revision(doc)
-    rel = (root / doc.path).resolve().relative_to(git_root).as_posix()
-    return check_revision(doc, gitutil.show(git_root, "HEAD", rel))
+    path = (root / doc.path).resolve()
+    if not path.is_relative_to(git_root):  # a document outside the repository has no HEAD text
+        return check_revision(doc)
+    return check_revision(doc, gitutil.show(git_root, "HEAD", path.relative_to(git_root).as_posix()))

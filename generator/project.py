@@ -10,12 +10,12 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterable
 from functools import cached_property
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from generator import writer
 from generator.assemble import assemble_module, package_marker
 from generator.config import Config, load_config
-from generator.expand import expand_code
+from generator.expand import expand_spec
 from generator.models import (
     DDError,
     Diagnostic,
@@ -41,16 +41,22 @@ class Project:
         self.documents = documents
         self.library = library
         self._parse_diagnostics = parse_diagnostics
+        self._expanded: dict[tuple[str, int], str] = {}  # (document, heading line) -> code
         self._fix_package_paths()
 
     # ------------------------------------------------------------------ loading
 
     @classmethod
     def load(cls, start: Path | None = None, docs: Iterable[Path] | None = None) -> Project:
-        """Parse the configured documents (or `docs`). Raises DDError on config/pattern errors."""
+        """Parse the configured documents plus `docs` (which may lie outside `[tool.dd] docs`).
+
+        The configured documents are always loaded, so names in `deps:` and module paths resolve
+        across the whole project even when only some documents are being checked. Raises
+        DDError on config/pattern errors.
+        """
         config = load_config(start)
         library = PatternLibrary.load(config.pattern_dirs())
-        paths = sorted({p.resolve() for p in docs}) if docs else config.documents()
+        paths = sorted({*config.documents(), *(p.resolve() for p in docs or ())})
         documents: list[Document] = []
         diagnostics: list[Diagnostic] = []
         for path in paths:
@@ -113,8 +119,10 @@ class Project:
             diags += self._check_names(doc)
             diags += self._check_deps(doc)
             for spec in doc.specs():
-                for ann in spec.annotations:
-                    diags += check_annotation(ann, self.library)
+                found = [d for ann in spec.annotations for d in check_annotation(ann, self.library)]
+                diags += found
+                if not any(d.severity == "error" for d in found):
+                    diags += self._expansion_errors(spec)
             diags += self._check_plan(doc)
         unique = {(d.loc.path, d.loc.line, d.loc.col, d.code, d.message): d for d in diags}
         return sorted(unique.values(), key=lambda d: (d.loc.path, d.loc.line, d.loc.col, d.code))
@@ -178,34 +186,51 @@ class Project:
             return True
         return any(step.status in _EMITTING and _lists(step.methods, spec) for step in doc.steps)
 
+    def _expansion_errors(self, spec: Spec) -> list[Diagnostic]:
+        """What only expansion finds: an annotation libcst cannot place (DD055), a template
+        that renders badly (DD091). `dd check` reports them so that it fails whenever
+        `dd expand` would."""
+        if spec.code is None or not spec.annotations:
+            return []
+        try:
+            self._expand_spec(spec)
+        except DDError as exc:
+            return exc.diagnostics
+        return []
+
     def _expand_spec(self, spec: Spec) -> str:
         assert spec.code is not None, "checked specs always have code"
-        return expand_code(spec.code.code, spec.code.loc.line, spec.annotations, self.library, spec.name)
+        key = (spec.loc.path, spec.loc.line)
+        if key not in self._expanded:
+            self._expanded[key] = expand_spec(spec, self.library)
+        return self._expanded[key]
 
     def generate(self) -> dict[str, str]:
         """Every generated file (project-relative path -> content). Raises DDError on any error."""
         errors = self.errors()
         if errors:
             raise DDError(errors)
-        files: dict[str, str] = {}
+        by_module_path: dict[str, str] = {}  # relative to the output root
         for doc in self.documents:
             for module in doc.modules:
                 if module.specs and not any(self.emitted(doc, s) for s in module.specs):
                     continue
                 text = assemble_module(doc, module, lambda s, d=doc: self.emitted(d, s), self._expand_spec)
                 _check_generated(module, text)
-                files[self._out(module.path)] = text
-        for package_dir in sorted({str(Path(p).parent) for p in files}):
-            if package_dir == ".":
-                continue
-            parts = Path(package_dir).parts
+                by_module_path[module.path] = text
+        for module_path in list(by_module_path):
+            parts = PurePosixPath(module_path).parts[:-1]
             for depth in range(1, len(parts) + 1):
-                init = self._out(str(Path(*parts[:depth]) / "__init__.py"))
-                files.setdefault(init, package_marker())
-        return dict(sorted(files.items()))
+                init = PurePosixPath(*parts[:depth], "__init__.py").as_posix()
+                by_module_path.setdefault(init, package_marker())
+        return dict(sorted((self._out(p), text) for p, text in by_module_path.items()))
 
     def _out(self, module_path: str) -> str:
-        return self.config.rel(self.config.output_dir / module_path)
+        """The project-relative path (absolute when the output root lies outside the project) of
+        a generated module. Joined lexically: a symlink on the way is never followed."""
+        path = self.config.output_dir / module_path
+        root = self.config.root.resolve()
+        return path.relative_to(root).as_posix() if path.is_relative_to(root) else path.as_posix()
 
     def managed_roots(self) -> list[Path]:
         """Directories dd owns: each document's package directory under the output root."""

@@ -10,17 +10,17 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import shlex
 import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
 from generator import gitutil
-from generator.docedit import atomic_write, insert_plan, set_step_fields
+from generator.docedit import insert_plan, set_step_fields
 from generator.models import DDError, Diagnostic, Document, Step, StepStatus
 from generator.plan import derive_plan, render_plan, validate_plan
 from generator.project import Project
+from generator.writer import atomic_write
 
 PLAN_CODES = {f"DD07{i}" for i in range(10)}
 
@@ -370,9 +370,14 @@ def done_step(project: Project, doc: Document, number: int, commit: bool = True)
         if commit and git_root is not None:
             staged = [(root / p).resolve().relative_to(git_root).as_posix() for p in result.paths]
             trailer = {gitutil.STEP_TRAILER: gitutil.step_key(doc.path, number)}
-            result.committed = gitutil.commit_paths(
-                git_root, staged, f"Step {number}: {step.title}", trailer
-            )
+            try:
+                result.committed = gitutil.commit_paths(
+                    git_root, staged, f"Step {number}: {step.title}", trailer
+                )
+            except gitutil.GitError as exc:
+                raise StepError(
+                    f"the commit of Step {number} failed, so it was not marked DONE: {exc}"
+                ) from None
         return result
     except BaseException:
         snap.restore()
@@ -404,10 +409,6 @@ def status_data(project: Project) -> dict[str, object]:
         ]
         docs.append({"path": doc.path, "version": doc.front.version, "steps": steps})
     return {"docs": docs}
-
-
-def shell_quote(cmd: list[str] | str) -> str:
-    return cmd if isinstance(cmd, str) else shlex.join(cmd)
 
 
 # --------------------------------------------------------------------------- init

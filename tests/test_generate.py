@@ -100,6 +100,8 @@ def test_hand_edit_is_refused_with_file_symbol_and_diff(project: Path, dd) -> No
     doc = project / "design/registry.md"
     doc.write_text(doc.read_text().replace("MAX_SLOTS = 64", "MAX_SLOTS = 32"))
     before = snapshot(project)
+    checked = dd(project, "expand", "--check")
+    assert "would update demo/registry.py (edited by hand: needs --force)" in checked.output
     result = dd(project, "expand")
     assert result.exit_code == 1
     assert "demo/registry.py" in result.output and "error[DD100]" in result.output

@@ -316,7 +316,21 @@ def test_module_path_field_overrides_the_derived_path() -> None:
     assert doc.modules[0].fields[0].loc.line == 31
 
 
-@pytest.mark.parametrize("value", ["/abs/pool.py", "demo/pool.txt", "../pool.py", ""])
+@pytest.mark.parametrize(
+    "value",
+    [
+        "/abs/pool.py",
+        "demo/pool.txt",
+        "../pool.py",
+        "",
+        ".git/hooks/pool.py",
+        "demo/./pool.py",
+        "demo\\..\\..\\pool.py",
+        "C:/pool.py",
+        "~/pool.py",
+        "demo/ pool.py",
+    ],
+)
 def test_invalid_module_path_is_dd020_at_the_value(value: str) -> None:
     diagnostic = only(edit("The pool and its validation.", f"- path: {value}"))
     assert (diagnostic.code, diagnostic.loc.line, diagnostic.loc.col) == ("DD020", 31, 9)
@@ -707,6 +721,12 @@ def test_level4_headings_and_prose_in_section_6_are_allowed() -> None:
             "- verify: steps/x.py",
             11,
             id="verify-ticks",
+        ),
+        pytest.param(
+            '- verify: `cmd: python -c "import demo.pool"`',
+            "- verify: `steps/../../outside/test_x.py`",
+            11,
+            id="verify-escapes-steps",
         ),
     ],
 )

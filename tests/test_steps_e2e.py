@@ -211,6 +211,19 @@ def test_done_refuses_when_verification_fails(
     assert (project / "demo").exists() is started
 
 
+def test_done_reports_a_failing_commit_and_changes_nothing(
+    project: Path, dd: Callable[..., Result]
+) -> None:
+    hook = project / ".git" / "hooks" / "pre-commit"
+    hook.write_text("#!/bin/sh\necho hook says no >&2\nexit 1\n")
+    hook.chmod(0o755)
+    before = state(project)
+    result = dd(project, "step", "done", "1")  # a GitError used to escape as a traceback
+    assert result.exit_code == 1
+    assert "error: the commit of Step 1 failed" in result.output and "hook says no" in result.output
+    assert state(project) == before
+
+
 def test_verify_without_items_fails(project: Path, dd: Callable[..., Result]) -> None:
     text = (project / DOC).read_text().replace("- verify: `steps/pool/test_step1.py`\n", "")
     (project / DOC).write_text(text)
