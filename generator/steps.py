@@ -403,7 +403,8 @@ def status_data(project: Project) -> dict[str, object]:
                 "depends_on": list(s.depends_on),
                 "methods": list(s.methods),
                 "verify": list(s.verify),
-                "commit": commits.get(gitutil.step_key(doc.path, s.number)),
+                # a step reset after a redesign keeps its old commits in history: show only DONE ones
+                "commit": commits.get(gitutil.step_key(doc.path, s.number)) if s.status is StepStatus.done else None,
             }
             for s in doc.steps
         ]

@@ -1,29 +1,59 @@
-"""Step 2 of design/gpu_pool.md: the allocation check rejects bad targets and changes nothing."""
+"""Step 2 of design/gpu_pool.md: the allocation check, the checked mutation point, the audit."""
 
 import pytest
 
-from rlsched.pool import GpuPool
+from rlsched.pool import DeviceMode, GpuPool
 
 
-@pytest.mark.parametrize(("targets", "error", "message"), [
-    ([], ValueError, r"VAL_NON_EMPTY failed .*target_gpus=\[\]"),
-    ([1, 1], ValueError, r"VAL_NO_DUPLICATES failed .*duplicates=\[1\]"),
-    ([0, 8], ValueError, r"VAL_INT_RANGE failed .*item=8"),
-    ([-1], ValueError, r"VAL_INT_RANGE failed .*item=-1"),
-    ((2.0,), ValueError, r"VAL_INT_RANGE failed .*item=2.0"),
-    ({1, 2}, TypeError, r"VAL_TYPE_CHECK failed"),
-])
+@pytest.mark.parametrize(
+    ("targets", "error", "message"),
+    [
+        ([], ValueError, r"VAL_NON_EMPTY failed .*target_gpus=\[\]"),
+        ([1, 1], ValueError, r"VAL_NO_DUPLICATES failed .*duplicates=\[1\]"),
+        ([0, 8], ValueError, r"VAL_INT_RANGE failed .*item=8"),
+        ([-1], ValueError, r"VAL_INT_RANGE failed .*item=-1"),
+        ((2.0,), ValueError, r"VAL_INT_RANGE failed .*item=2.0"),
+        ({1, 2}, TypeError, r"VAL_TYPE_CHECK failed"),
+        ([1, 5], ValueError, r"VAL_SUBSET failed .*extras=\[5\]"),
+    ],
+)
 def test_bad_targets(targets, error: type[Exception], message: str) -> None:
     pool = GpuPool(8)
     with pytest.raises(error, match=message):
-        pool._validate_gpu_allocation(targets, pool.active_ranks, expect_active=True)
-    assert pool.active_ranks == set(range(8))
+        pool._validate_gpu_allocation(targets, {0, 1, 2, 3})
+    assert pool.gpus_in(DeviceMode.ROLLOUT) == tuple(range(8))
 
 
-def test_targets_must_be_in_the_expected_state() -> None:
-    pool = GpuPool(4, gpus_per_rank=2)
-    pool._validate_gpu_allocation([0, 3], {0, 1}, expect_active=True)
-    with pytest.raises(ValueError, match=r"GPUs \[2, 3\] are on offloaded ranks"):
-        pool._validate_gpu_allocation([0, 2, 3], {0}, expect_active=True)
-    with pytest.raises(ValueError, match=r"GPUs \[0\] are on active ranks"):
-        pool._validate_gpu_allocation([0, 2], {0}, expect_active=False)
+def test_good_targets_pass() -> None:
+    GpuPool(4, gpus_per_rank=2)._validate_gpu_allocation([0, 3], {0, 1, 2, 3})
+
+
+def test_move_follows_the_transition_table() -> None:
+    pool = GpuPool(2)
+    pool._move(0, DeviceMode.SHRINKING)
+    pool._move(0, DeviceMode.OFFLOADED)
+    pool._move(0, DeviceMode.TRAINING)
+    assert pool.mode(0) is DeviceMode.TRAINING and pool.gpus_in(DeviceMode.TRAINING) == (0,)
+    with pytest.raises(ValueError, match="VAL_STATE_TRANSITION failed"):
+        pool._move(1, DeviceMode.TRAINING)  # ROLLOUT -> TRAINING skips the offload
+    with pytest.raises(ValueError, match="VAL_INT_RANGE failed"):
+        pool._move(2, DeviceMode.LOST)
+    pool._move(1, DeviceMode.LOST)
+    with pytest.raises(ValueError, match="VAL_STATE_TRANSITION failed"):
+        pool._move(1, DeviceMode.ROLLOUT)  # LOST is final
+    pool.check()
+
+
+def test_table_is_complete_and_lost_is_reachable_from_everywhere() -> None:
+    table = GpuPool.TRANSITIONS
+    assert set(table) == set(DeviceMode)
+    assert all(DeviceMode.LOST in table[m] for m in DeviceMode if m is not DeviceMode.LOST)
+    assert DeviceMode.ROLLOUT in table[DeviceMode.SHRINKING]  # rollback
+
+
+def test_check_detects_a_corrupted_partition() -> None:
+    pool = GpuPool(4)
+    pool.check()
+    pool._by_mode[DeviceMode.ROLLOUT].discard(3)
+    with pytest.raises(AssertionError, match="AST_INVARIANT"):
+        pool.check()

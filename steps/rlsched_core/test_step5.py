@@ -1,0 +1,47 @@
+"""Step 5 of design/rlsched_core.md: admission, the version index and completion."""
+
+import pytest
+
+from rlsched.core.buffer import Group, Trajectory, TrajectoryBuffer, TrajState
+
+
+def test_admit_creates_a_group_of_queued_trajectories() -> None:
+    buf = TrajectoryBuffer(group_size=3, max_tokens=100)
+    g0 = buf.admit_group(10)
+    g1 = buf.admit_group(20)
+    assert isinstance(g0, Group) and (g0.gid, g0.tids) == (0, (0, 1, 2))
+    assert g1.tids == (3, 4, 5)
+    traj = buf.trajs[4]
+    assert isinstance(traj, Trajectory)
+    assert (traj.gid, traj.prompt_tokens, traj.context_tokens, traj.max_tokens) == (1, 20, 20, 100)
+    assert traj.state is TrajState.QUEUED and traj.turn_versions == [] and traj.rid is None
+    assert buf.live_groups == 2 and buf.admitted_groups == 2
+
+
+@pytest.mark.parametrize("prompt", [0, 100, 1000])
+def test_prompt_must_leave_room_to_generate(prompt: int) -> None:
+    with pytest.raises(ValueError, match="VAL_INT_RANGE failed"):
+        TrajectoryBuffer(2, 100).admit_group(prompt)
+
+
+def test_group_keeps_its_oldest_version() -> None:
+    buf = TrajectoryBuffer(2, 100)
+    group = buf.admit_group(5)
+    assert group.min_version is None
+    buf.note_version(buf.trajs[0], 3)
+    buf.note_version(buf.trajs[1], 4)
+    assert group.min_version == 3
+    buf.note_version(buf.trajs[1], 2)
+    assert group.min_version == 2
+
+
+def test_completion_makes_the_group_ready() -> None:
+    buf = TrajectoryBuffer(2, 100)
+    buf.admit_group(5)
+    buf.trajs[0].state = TrajState.ENV
+    assert buf.complete(buf.trajs[0]) is False
+    assert buf.completed == 1 and list(buf.ready) == []
+    assert buf.complete(buf.trajs[1]) is True
+    assert list(buf.ready) == [0] and buf.completed == 2
+    with pytest.raises(ValueError, match="VAL_IN_SET failed"):
+        buf.complete(buf.trajs[1])  # already DONE
