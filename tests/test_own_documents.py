@@ -36,3 +36,16 @@ def test_done_step_passes_its_verification(doc: str, number: int) -> None:
         cwd=REPO, capture_output=True, text=True, check=False,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_scheduler_core_imports_no_ray_and_no_torch() -> None:
+    """The sans-I/O core (and the pool and config it uses) never imports an I/O framework."""
+    import ast
+
+    core = [*sorted((REPO / "rlsched" / "core").rglob("*.py")), REPO / "rlsched" / "pool.py", REPO / "rlsched" / "config.py"]
+    assert len(core) > 5
+    for path in core:
+        tree = ast.parse(path.read_text())
+        imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+        imported |= {(node.module or "").split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+        assert not imported & {"ray", "torch", "threading", "asyncio", "time", "random"}, path
