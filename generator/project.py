@@ -246,6 +246,11 @@ class Project:
     def pending_changes(self) -> list[writer.Change]:
         return writer.plan_changes(self.config.root, self.generate(), self.managed_roots())
 
+    def document_files(self, doc: Document) -> list[str]:
+        """Project-relative paths of every file generated from `doc` (any edit of the document,
+        even its version in the headers, may change them)."""
+        return sorted({self._out(m.path) for m in doc.modules})
+
     def module_files(self, doc: Document, spec_names: list[str]) -> list[str]:
         """Project-relative paths of the generated files that hold `spec_names` of `doc`."""
         paths = {self._out(m.path) for m in doc.modules if any(_lists(spec_names, s) for s in m.specs)}

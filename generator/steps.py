@@ -208,9 +208,9 @@ def _blocked_message(number: int, waiting: list[Step], verb: str) -> str:
 
 def step_files(project: Project, doc: Document, step: Step) -> set[str]:
     """Project-relative paths `dd step done` may change and commit for `step`: the document,
-    the generated modules holding the step's specs, its verify files (with conftest.py and
-    __init__.py beside them)."""
-    files = {doc.path, *project.module_files(doc, step.methods)}
+    every module generated from it (a document edit such as a version bump changes their
+    headers too), its verify files (with conftest.py and __init__.py beside them)."""
+    files = {doc.path, *project.document_files(doc)}
     for item in step.verify:
         if item.startswith("cmd:"):
             continue

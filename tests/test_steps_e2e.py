@@ -308,3 +308,24 @@ def test_revision_check_against_head(project: Path) -> None:
     doc = Project.load(project).document(DOC)
     assert doc is not None
     assert [d.code for d in check_revision_at_head(doc, project)] == ["DD080"]
+
+
+def test_done_commits_every_module_the_document_edit_changed(project: Path, dd: Callable[..., Result]) -> None:
+    """A version bump changes the header of every module of the document, including modules
+    that hold none of the step's specs: the step's commit must include them (clean tree after)."""
+    extra = '### 5.2 Module `demo.extra`\n\n```python\n"""Constants."""\n\nLIMIT = 8\n```\n\n## 6. Implementation plan'
+    text = (project / DOC).read_text().replace("## 6. Implementation plan", extra, 1)
+    (project / DOC).write_text(text)
+    git(project, "commit", "-q", "-am", "design: demo.extra")
+    assert dd(project, "step", "done", "1").exit_code == 0
+    assert "demo/extra.py" in git(project, "show", "--name-only", "--format=", "HEAD").split()
+
+    text = (project / DOC).read_text().replace("version: 0.1.0", "version: 0.2.0", 1)
+    text = text.replace("| 0.1.0 |", "| 0.2.0 | 2026-11-22 | shrink |\n| 0.1.0 |", 1)
+    (project / DOC).write_text(text)
+    done = dd(project, "step", "done", "2")
+    assert done.exit_code == 0, done.output
+    committed = git(project, "show", "--name-only", "--format=", "HEAD").split()
+    assert "demo/extra.py" in committed and "demo/pool.py" in committed
+    assert git(project, "status", "--porcelain") == ""
+    assert (project / "demo/extra.py").read_text().splitlines()[0].endswith(" 0.2.0). DO NOT EDIT.")
