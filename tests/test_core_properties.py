@@ -168,6 +168,10 @@ class World:
         elif kind == "train":
             step, version = payload
             info = self.steps[step]
+            info["done"] = True
+            if info.get("dead"):  # a late answer from a step whose every device was lost
+                self.feed(TrainingDone(self.time, step, version + 1, self.rng.random() < 0.5))
+                return
             ok = not info["failed"]
             reported_ok = ok or self.rng.random() < 0.3  # a failed step may still say ok
             for d in info["devices"]:
@@ -210,6 +214,14 @@ class World:
                 for info in self.steps.values():
                     if d in info["devices"] and not info["done"]:
                         info["failed"] = True
+        # a step whose every device is lost has nobody left to answer (WorkerLost contract):
+        # the core ends it at once and may train its batch again elsewhere
+        dead_steps = set()
+        for step, info in self.steps.items():
+            if not info["done"] and all(self.lost[d] for d in info["devices"]):
+                info["dead"] = True
+                self.in_batch -= info["tids"]
+                dead_steps.add(step)
         for rid in list(self.rank_rids[rank]):
             self.running.pop(rid)
         self.rank_rids[rank].clear()
@@ -219,6 +231,10 @@ class World:
             if kind in ("finish", "abort") and payload[0] in self.dead_rids(rank):
                 if self.rng.random() < 0.3:
                     kept.append((kind, (payload[0], payload[1], True)))
+                continue
+            if kind == "train" and payload[0] in dead_steps:
+                if self.rng.random() < 0.3:
+                    kept.append((kind, payload))
                 continue
             kept.append((kind, payload))
         self.pending = kept
