@@ -13,7 +13,7 @@ import tokenize
 from collections.abc import Sequence
 
 import libcst as cst
-from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+from libcst.metadata import MetadataWrapper, PositionProvider
 
 from generator.models import Annotation, DDError, Diagnostic, Loc, Spec
 from generator.patterns import PatternLibrary, render_annotation
@@ -62,12 +62,12 @@ class _Expander(cst.CSTTransformer):
     def __init__(
         self,
         module: cst.Module,
-        positions: dict[cst.CSTNode, CodeRange],
+        comment_lines: dict[int, int],
         rendered: dict[int, list[cst.BaseStatement]],
     ) -> None:
         super().__init__()
         self.module = module
-        self.positions = positions
+        self.comment_lines = comment_lines  # id(EmptyLine) -> code line, annotation comments only
         self.rendered = rendered
         self.placed: set[int] = set()
         self.before_docstring: set[int] = set()
@@ -94,9 +94,7 @@ class _Expander(cst.CSTTransformer):
 
     def _annotation_line(self, line: cst.EmptyLine) -> int | None:
         """The code line of `line` when it is an annotation comment to expand, else None."""
-        if line.comment is None:
-            return None
-        number = self.positions[line].start.line
+        number = self.comment_lines.get(id(line))
         return number if number in self.rendered else None
 
     def _code(self, stmts: Sequence[cst.BaseStatement]) -> list[str]:
@@ -232,8 +230,7 @@ def expand_code(
             errors += exc.diagnostics
     if errors:
         raise DDError(errors)
-    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    expander = _Expander(module, dict(wrapper.resolve(PositionProvider)), rendered)
+    expander = _Expander(module, _annotation_comment_nodes(module, list(by_line)), rendered)
     expanded = module.visit(expander)
     for number, ann in by_line.items():
         if number in expander.before_docstring:
@@ -250,6 +247,37 @@ def expand_code(
     if errors:
         raise DDError(errors)
     return expanded.code
+
+
+class _CommentsInOrder(cst.CSTVisitor):
+    """Collects own-line comments that start like an annotation, in source order."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.found: list[cst.EmptyLine] = []
+
+    def visit_EmptyLine(self, node: cst.EmptyLine) -> None:
+        if node.comment is not None and _ANNOTATION_COMMENT.match(node.comment.value):
+            self.found.append(node)
+
+
+def _annotation_comment_nodes(module: cst.Module, lines: list[int]) -> dict[int, int]:
+    """id(EmptyLine) -> code line for the annotation comments of `module`.
+
+    libcst visits whitespace in source order, so the k-th annotation comment node is the one on
+    the k-th annotation line found by the tokenizer (`lines`). Should the counts ever disagree,
+    fall back to libcst's position metadata, which is exact but several times slower.
+    """
+    visitor = _CommentsInOrder()
+    module.visit(visitor)
+    if len(visitor.found) == len(lines):
+        return {id(node): line for node, line in zip(visitor.found, lines, strict=True)}
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    return {
+        id(node): positions[node].start.line
+        for node in visitor.found
+        if positions[node].start.line in lines
+    }
 
 
 def _dd055(ann: Annotation, message: str) -> Diagnostic:

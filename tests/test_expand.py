@@ -341,3 +341,18 @@ def test_expansion_is_idempotent_and_keeps_every_line(body: Body) -> None:
     assert len(annotation_comment_lines(once)) == len(annotations)
     remaining = iter(once.splitlines())
     assert all(line in remaining for line in code.splitlines()), "original lines kept in order"
+
+
+def test_comment_nodes_fall_back_to_positions_when_counts_disagree() -> None:
+    """The fast order-based mapping and libcst's position metadata agree; the latter is used
+    when the tokenizer and libcst would disagree on how many annotation comments there are."""
+    import libcst as cst
+
+    from generator.expand import _annotation_comment_nodes
+
+    code = "def f(x):\n    # VAL: VAL_NOT_NONE(x)\n    y = x\n    # AST: AST_POSTCONDITION(y)\n    return y\n"
+    module = cst.parse_module(code)
+    fast = _annotation_comment_nodes(module, [2, 4])
+    assert sorted(fast.values()) == [2, 4]
+    slow = _annotation_comment_nodes(module, [4])  # count mismatch: exact positions, filtered
+    assert sorted(slow.values()) == [4]
