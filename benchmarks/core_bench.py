@@ -105,13 +105,13 @@ def run_step(seed: int) -> tuple[int, float, dict[str, int]]:
                 count = min(c.count, prompts_left)
                 prompts_left -= count
                 lens = tuple(rng.randint(500, 4000) for _ in range(count))
-                later(now, lambda t, lens=lens: PromptsLoaded(t, lens))
+                later(now, lambda t, c=c, lens=lens: PromptsLoaded(t, c.load_id, lens))
             elif isinstance(c, Offload):
                 for d in c.devices:
-                    later(now + 3.0, lambda t, d=d: OffloadDone(t, d))
+                    later(now + 3.0, lambda t, d=d, op=c.op_id: OffloadDone(t, d, op))
             elif isinstance(c, Reload):
                 for d in c.devices:
-                    later(now + 3.0, lambda t, d=d: ReloadDone(t, d))
+                    later(now + 3.0, lambda t, d=d, op=c.op_id: ReloadDone(t, d, op))
             elif isinstance(c, SyncWeights):
                 for d in c.devices:
                     later(now + 5.0, lambda t, d=d, v=c.version: WeightsSynced(t, d, v))
@@ -143,6 +143,7 @@ def run_step(seed: int) -> tuple[int, float, dict[str, int]]:
         "trajectories": s.completed,
         "migrated": s.migrated,
         "train_steps": s.train_steps,
+        "session_timeouts": s.env_session_timeouts,
         "sim_seconds": int(sched.now),
     }
     return handled, spent, counters

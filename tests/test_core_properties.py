@@ -12,7 +12,11 @@ lost devices. After every event it checks the invariants:
 * the staleness bound holds for every trained trajectory;
 * every device is in exactly one mode, and modes agree with what the devices physically do;
 * allocations are valid: requests only go to ROLLOUT ranks, offload only drained ranks,
-  training only on offloaded devices; a shrink commits whole or is rolled back whole.
+  training only on offloaded devices; a shrink commits whole or is rolled back whole;
+* the initial layout comes from the `InitialLayout` command, device answers repeat the
+  operation id of their command, and no turn is dispatched, nor environment step started, once
+  the trajectory's idle environment session reached its deadline (the world sometimes enforces
+  `Dispatch.env_deadline` itself by aborting the request).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from rlsched.core.commands import (
     Abort,
     Dispatch,
     DropStale,
+    InitialLayout,
     LoadPrompts,
     Offload,
     Reload,
@@ -74,8 +79,9 @@ class World:
         self.n = n
         self.time = 0.0
         self.pending: list = []  # events not yet delivered
-        offloaded = set(self.sched.policy.initial_offloaded())
-        self.awake = [d not in offloaded for d in range(n)]
+        self.awake = [False] * n  # known from the InitialLayout command
+        self.layout_seen = False
+        self.session_deadline: dict[int, float] = {}  # tid -> idle environment session deadline
         self.training = [False] * n
         self.offloading = [False] * n
         self.lost = [False] * n
@@ -131,6 +137,10 @@ class World:
         if kind == "finish" or kind == "abort":
             rid, tokens, late = payload
             info = self.running.pop(rid, None)
+            deadline = info["deadline"] if info is not None else None
+            expired = kind == "finish" and deadline is not None and self.time >= deadline
+            if expired and self.rng.random() < 0.5:  # the shell enforces the session deadline
+                kind, tokens = "abort", self.rng.randint(0, tokens)
             if info is not None:
                 self.rank_rids[info["rank"]].discard(rid)
             event = (RequestFinished if kind == "finish" else RequestAborted)(
@@ -145,21 +155,23 @@ class World:
             tid, turn, timed_out, obs, done = payload
             self.env_pending.discard((tid, turn))
             self.next_turn[tid] = turn + 1
+            if not timed_out and not done:
+                self.session_deadline[tid] = self.time + self.cfg.scheduler.env_timeout_s
             if timed_out:
                 self.feed(EnvStepTimedOut(self.time, tid, turn))
             else:
                 self.feed(EnvStepDone(self.time, tid, turn, obs, done))
         elif kind == "offload":
-            (device,) = payload
+            device, op_id = payload
             if not self.lost[device]:
                 self.awake[device] = False
                 self.offloading[device] = False
-            self.feed(OffloadDone(self.time, device))
+            self.feed(OffloadDone(self.time, device, op_id))
         elif kind == "reload":
-            (device,) = payload
+            device, op_id = payload
             if not self.lost[device]:
                 self.awake[device] = True
-            self.feed(ReloadDone(self.time, device))
+            self.feed(ReloadDone(self.time, device, op_id))
         elif kind == "sync":
             device, version = payload
             if not self.lost[device]:
@@ -185,9 +197,9 @@ class World:
             self.in_batch -= info["tids"]
             self.feed(TrainingDone(self.time, step, version + 1, reported_ok))
         elif kind == "prompts":
-            (count,) = payload
+            load_id, count = payload
             lens = tuple(self.rng.randint(1, 20) for _ in range(count))
-            self.feed(PromptsLoaded(self.time, lens))
+            self.feed(PromptsLoaded(self.time, load_id, lens))
         else:  # pragma: no cover
             raise AssertionError(kind)
 
@@ -248,9 +260,17 @@ class World:
 
     def execute(self, c) -> None:
         sched = self.sched
+        if isinstance(c, InitialLayout):
+            assert not self.layout_seen, "InitialLayout sent twice"
+            self.layout_seen = True
+            assert sorted(c.rollout + c.offloaded) == list(range(self.n))
+            for d in c.rollout:
+                self.awake[d] = True
+            return
+        assert self.layout_seen, f"{c!r} before InitialLayout"
         if isinstance(c, LoadPrompts):
             assert c.count >= 1
-            self.pending.append(("prompts", (c.count,)))
+            self.pending.append(("prompts", (c.load_id, c.count)))
         elif isinstance(c, Dispatch):
             devices = range(c.rank * self.tp, c.rank * self.tp + self.tp)
             for d in devices:
@@ -265,12 +285,20 @@ class World:
             assert c.turn == self.next_turn.get(c.tid, 0), "turn out of order"
             assert (c.tid, c.turn) not in self.env_started
             assert c.max_new_tokens >= 1
+            assert c.env_deadline == self.session_deadline.get(c.tid), "wrong session deadline"
+            assert c.env_deadline is None or self.time < c.env_deadline, "dispatch past deadline"
             assert (
                 c.context_tokens + c.resume_tokens + c.max_new_tokens
                 == self.cfg.scheduler.max_tokens
             )
             self.min_version[c.tid] = min(self.min_version.get(c.tid, c.version), c.version)
-            info = {"tid": c.tid, "turn": c.turn, "rank": c.rank, "max": c.max_new_tokens}
+            info = {
+                "tid": c.tid,
+                "turn": c.turn,
+                "rank": c.rank,
+                "max": c.max_new_tokens,
+                "deadline": c.env_deadline,
+            }
             self.running[c.rid] = info
             self.rank_rids[c.rank].add(c.rid)
             self.rids_by_rank_history.setdefault(c.rank, set()).add(c.rid)
@@ -293,11 +321,11 @@ class World:
                 assert not self.offloading[d]
                 assert not self.rank_rids[d // self.tp], "offload of an undrained rank"
                 self.offloading[d] = True
-                self.pending.append(("offload", (d,)))
+                self.pending.append(("offload", (d, c.op_id)))
         elif isinstance(c, Reload):
             for d in c.devices:
                 assert not self.awake[d] and not self.training[d] and not self.lost[d]
-                self.pending.append(("reload", (d,)))
+                self.pending.append(("reload", (d, c.op_id)))
         elif isinstance(c, SyncWeights):
             assert c.version == self.produced == sched.version
             for d in c.devices:
@@ -321,7 +349,8 @@ class World:
                 assert c.version - self.min_version[s.tid] <= self.S, "staleness bound exceeded"
                 assert all(c.version - v <= self.S for v in s.turn_versions)
                 assert len(s.turn_versions) >= 1
-                assert (s.tid, len(s.turn_versions) - 1) in self.env_started
+                # a turn closed after its session timed out starts no environment step
+                assert s.timed_out or (s.tid, len(s.turn_versions) - 1) in self.env_started
             self.in_batch |= tids
             self.steps[c.step] = {
                 "devices": c.devices,
@@ -340,6 +369,8 @@ class World:
             assert key not in self.env_started, "environment step started twice"
             assert self.finished_turns[key] == 1 or self.cfg.scheduler.migration == "resume"
             assert c.deadline == self.time + self.cfg.scheduler.env_timeout_s
+            session = self.session_deadline.get(c.tid)
+            assert session is None or self.time < session, "env step of a timed-out session"
             self.env_started.add(key)
             self.env_pending.add(key)
             roll = self.rng.random()
@@ -421,7 +452,7 @@ def configs(draw, modes=("colocate", "disaggregated", "timeshare")) -> RlschedCo
         "shrink": shrink,
         "max_turns": draw(st.integers(1, 5)),
         "max_tokens": draw(st.sampled_from((24, 64, 400))),
-        "env_timeout_s": 30.0,
+        "env_timeout_s": draw(st.sampled_from((30.0, 30.0, 4.0))),
         "migration": draw(st.sampled_from(("reissue", "resume"))),
         "max_inflight_per_rank": draw(st.integers(1, 4)),
     }

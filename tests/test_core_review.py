@@ -9,9 +9,16 @@ ranks in any order (so rank versions differ and are not monotonic across dispatc
 on a lost GPU answers (a training step whose every GPU is lost never sends `TrainingDone`),
 and events may be delivered twice.
 
+The world also models the idle environment session (design/rlsched_core.md 0.2.0): a
+trajectory whose session reached its deadline (`env_timeout_s` after its last environment step
+finished) is never dispatched nor given an environment step again; it ends flagged, keeping a
+turn that finished but dropping one that was interrupted; the world sometimes enforces the
+deadline itself by aborting the request.
+
 Targeted tests pin down the cases the review found or checked by hand: a lost training set,
 resume versus reissue migration, the environment timeout, the shrink trigger, staleness 0,
-losing every GPU, and a known gap (device events carry no operation id).
+losing every GPU, late duplicate device answers and prompt loads (operation ids), the idle
+session timeout, rejected events, and the initial layout command.
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from rlsched.core.commands import (
     Abort,
     Dispatch,
     DropStale,
+    InitialLayout,
     LoadPrompts,
     Offload,
     Reload,
@@ -128,8 +136,7 @@ class ReviewWorld:
         self.time = 0.0
         self.pending: list[tuple] = []
         self.lost: set[int] = set()
-        offloaded = set(self.sched.policy.initial_offloaded())
-        self.awake = {d for d in range(self.n) if d not in offloaded}
+        self.awake: set[int] = set()  # from the InitialLayout command
         self.offloading: set[int] = set()
         self.training_gpus: set[int] = set()
         self.prompts: list[int] = []
@@ -177,7 +184,6 @@ class ReviewWorld:
         self.sched.check_invariants()
         if (
             self.duplicates
-            and not isinstance(event, (PromptsLoaded, Started))
             and self.rng.random() < self.duplicates
         ):
             before = snapshot(self.sched)
@@ -191,12 +197,17 @@ class ReviewWorld:
         self.time += self.rng.choice((0.0, 0.5, 1.0))
         kind = item[0]
         if kind == "prompts":
-            lens = tuple(self.rng.randint(1, min(20, self.max_tokens - 1)) for _ in range(item[1]))
+            _, load_id, count = item
+            lens = tuple(self.rng.randint(1, min(20, self.max_tokens - 1)) for _ in range(count))
             self.prompts.extend(lens)
-            self.feed(PromptsLoaded(self.time, lens))
+            self.feed(PromptsLoaded(self.time, load_id, lens))
         elif kind == "answer":
             _, rid, aborted, tokens = item
             if not aborted and self.rng.random() < self.own_aborts:
+                aborted, tokens = True, self.rng.randint(0, tokens)
+            req = self.live.get(rid)
+            expired = not aborted and req is not None and self.expired(req["tid"])
+            if expired and self.rng.random() < 0.5:  # the shell enforces Dispatch.env_deadline
                 aborted, tokens = True, self.rng.randint(0, tokens)
             self.answer(rid, aborted, tokens)
         elif kind == "env":
@@ -215,6 +226,9 @@ class ReviewWorld:
                         or m["context"] >= self.max_tokens
                     ):
                         m["done"] = True
+                    else:
+                        m["deadline"] = self.time + self.cfg.scheduler.env_timeout_s
+                m["timed_out"] = timed_out
             event = (
                 EnvStepTimedOut(self.time, tid, turn)
                 if timed_out
@@ -222,16 +236,16 @@ class ReviewWorld:
             )
             self.feed(event)
         elif kind == "offload":
-            d = item[1]
+            _, d, op_id = item
             if d not in self.lost:
                 self.offloading.discard(d)
                 self.awake.discard(d)
-            self.feed(OffloadDone(self.time, d))
+            self.feed(OffloadDone(self.time, d, op_id))
         elif kind == "reload":
-            d = item[1]
+            _, d, op_id = item
             if d not in self.lost:
                 self.awake.add(d)
-            self.feed(ReloadDone(self.time, d))
+            self.feed(ReloadDone(self.time, d, op_id))
         elif kind == "sync":
             self.feed(WeightsSynced(self.time, item[1], item[2]))
         elif kind == "train":
@@ -257,7 +271,16 @@ class ReviewWorld:
         req = self.live.pop(rid, None)
         accepted = req is not None and req["tid"] not in self.dropped
         closes: set = set()
-        if accepted:
+        if accepted and self.expired(req["tid"]):
+            # the idle session timed out: a finished turn is kept, an interrupted one dropped
+            m = self.model[req["tid"]]
+            if aborted:
+                self.kept_partials += tokens
+                m["resume"], m["contrib"] = 0, []
+            else:
+                self.close_turn(m, tokens, req["version"])
+            m["done"] = m["timed_out"] = True
+        elif accepted:
             m = self.model[req["tid"]]
             if aborted:
                 self.kept_partials += tokens
@@ -270,6 +293,11 @@ class ReviewWorld:
                 closes.add(self.close_turn(m, tokens, req["version"]))
         event = (RequestAborted if aborted else RequestFinished)(self.time, rid, tokens)
         self.feed(event, closes)
+
+    def expired(self, tid: int) -> bool:
+        """The model's view: the trajectory's idle environment session reached its deadline."""
+        deadline = self.model[tid]["deadline"]
+        return deadline is not None and self.time >= deadline
 
     def close_turn(self, m: dict, new_tokens: int, version: int) -> tuple[int, int]:
         """The model's view of a closed turn: its version is that of the oldest kept token."""
@@ -300,7 +328,11 @@ class ReviewWorld:
         self.offloading -= gpus
         dead_rids = {rid for rid, r in self.live.items() if r["rank"] == rank}
         for rid in dead_rids:
-            del self.live[rid]
+            tid = self.live.pop(rid)["tid"]
+            if tid not in self.dropped and self.expired(tid):  # requeued: its session is gone
+                m = self.model[tid]
+                m["resume"], m["contrib"] = 0, []
+                m["done"] = m["timed_out"] = True
         dead_steps = set()
         for step, info in self.steps.items():
             if not info["done"] and gpus & set(info["devices"]):
@@ -326,8 +358,11 @@ class ReviewWorld:
 
     def execute(self, c) -> None:
         sched = self.sched
-        if isinstance(c, LoadPrompts):
-            self.pending.append(("prompts", c.count))
+        if isinstance(c, InitialLayout):
+            assert not self.awake and sorted(c.rollout + c.offloaded) == list(range(self.n))
+            self.awake = set(c.rollout)
+        elif isinstance(c, LoadPrompts):
+            self.pending.append(("prompts", c.load_id, c.count))
         elif isinstance(c, Dispatch):
             gpus = set(range(c.rank * self.tp, c.rank * self.tp + self.tp))
             assert gpus <= self.awake and not gpus & (self.lost | self.offloading)
@@ -343,6 +378,8 @@ class ReviewWorld:
                     "contrib": [],
                     "versions": [],
                     "done": False,
+                    "deadline": None,
+                    "timed_out": False,
                 },
             )
             assert c.gid == c.tid // self.group_size
@@ -355,6 +392,8 @@ class ReviewWorld:
             if not self.resume:
                 assert c.resume_tokens == 0, "reissue must discard partial tokens"
             assert c.max_new_tokens == self.max_tokens - m["context"] - m["resume"] >= 1
+            assert c.env_deadline == m["deadline"], "session deadline diverged from the model"
+            assert not self.expired(c.tid), "dispatched after its environment session timed out"
             self.live[c.rid] = {"tid": c.tid, "rank": c.rank, "version": c.version}
             self.pending.append(("answer", c.rid, False, self.rng.randint(0, c.max_new_tokens)))
         elif isinstance(c, Abort):
@@ -371,11 +410,11 @@ class ReviewWorld:
             for d in c.devices:
                 assert d in self.awake and d not in self.offloading
                 self.offloading.add(d)
-                self.pending.append(("offload", d))
+                self.pending.append(("offload", d, c.op_id))
         elif isinstance(c, Reload):
             for d in c.devices:
                 assert d not in self.awake and d not in self.lost
-                self.pending.append(("reload", d))
+                self.pending.append(("reload", d, c.op_id))
         elif isinstance(c, SyncWeights):
             assert c.version == sched.version
             for d in c.devices:
@@ -393,7 +432,11 @@ class ReviewWorld:
             assert not tids & (self.trained | self.dropped | busy)
             for s in c.samples:
                 m = self.model[s.tid]
-                assert m["done"]
+                if not m["done"]:  # its session timed out while it waited in the queue
+                    assert s.timed_out and self.expired(s.tid), f"{s.tid} trained unfinished"
+                    assert all(r["tid"] != s.tid for r in self.live.values())
+                    m["done"] = m["timed_out"] = True
+                assert s.timed_out == m["timed_out"], f"timed_out flag of {s.tid}"
                 assert s.turn_versions == tuple(m["versions"]), (
                     f"turn versions of {s.tid}: core {s.turn_versions}, oldest kept {m['versions']}"
                 )
@@ -565,14 +608,14 @@ class FifoShell:
     def answer(self, c) -> None:
         t = self.t
         if isinstance(c, LoadPrompts):
-            self.pending.append(lambda t: PromptsLoaded(t, (10,) * c.count))
+            self.pending.append(lambda t: PromptsLoaded(t, c.load_id, (10,) * c.count))
         elif isinstance(c, Dispatch):
             k = min(self.tokens, c.max_new_tokens)
             self.pending.append(lambda t, c=c: RequestFinished(t, c.rid, k))
         elif isinstance(c, Offload):
-            self.pending.extend(lambda t, d=d: OffloadDone(t, d) for d in c.devices)
+            self.pending.extend(lambda t, d=d: OffloadDone(t, d, c.op_id) for d in c.devices)
         elif isinstance(c, Reload):
-            self.pending.extend(lambda t, d=d: ReloadDone(t, d) for d in c.devices)
+            self.pending.extend(lambda t, d=d: ReloadDone(t, d, c.op_id) for d in c.devices)
         elif isinstance(c, SyncWeights):
             self.pending.extend(lambda t, d=d: WeightsSynced(t, d, c.version) for d in c.devices)
         elif isinstance(c, Train):
@@ -664,13 +707,13 @@ def _migrate_across_versions(migration: str):
     )
     s = Scheduler(cfg)
     s.handle(Started(0.0))
-    s.handle(PromptsLoaded(0.1, (10, 10, 10)))  # rid0: tid0 on rank0, rid1: tid1 on rank1
+    s.handle(PromptsLoaded(0.1, 0, (10, 10, 10)))  # rid0: tid0 on rank0, rid1: tid1 on rank1
     s.handle(RequestFinished(0.2, 0, 5))  # rid2: tid2 on rank0
     (train,) = [c for c in s.handle(EnvStepDone(0.3, 0, 0, 0, True)) if isinstance(c, Train)]
     s.handle(TrainingDone(0.4, train.step, 1, True))
     s.handle(WeightsSynced(0.5, 1, 1))  # rank1 at version 1, rank0 still at 0
     s.handle(RequestFinished(0.6, 1, 5))
-    out = s.handle(PromptsLoaded(0.7, (10,)))
+    out = s.handle(PromptsLoaded(0.7, s._load_pending, (10,)))
     assert [(c.tid, c.rank, c.version) for c in out if isinstance(c, Dispatch)] == [(3, 1, 1)]
     s.handle(RequestFinished(0.8, 2, 5))
     (d1,) = s.handle(RequestAborted(0.9, 3, 5))
@@ -710,7 +753,7 @@ def test_resume_that_fills_the_budget_closes_the_turn():
     cfg = make_cfg("colocate", count=2, migration="resume", max_tokens=30, max_turns=3)
     s = Scheduler(cfg)
     s.handle(Started(0.0))
-    out = s.handle(PromptsLoaded(0.1, (10, 10)))
+    out = s.handle(PromptsLoaded(0.1, 0, (10, 10)))
     d = next(c for c in out if isinstance(c, Dispatch))
     assert d.max_new_tokens == 20
     out = s.handle(RequestAborted(0.2, d.rid, 20))
@@ -725,7 +768,7 @@ def test_env_timeout_ends_the_trajectory_flagged_and_late_answers_are_ignored():
     cfg = make_cfg("colocate", count=2, train_batch_size=2, max_turns=5, env_timeout_s=7.5)
     s = Scheduler(cfg)
     s.handle(Started(0.0))
-    s.handle(PromptsLoaded(1.0, (10, 10)))
+    s.handle(PromptsLoaded(1.0, 0, (10, 10)))
     (env,) = s.handle(RequestFinished(2.0, 0, 5))
     assert isinstance(env, StartEnvStep) and env.deadline == 2.0 + 7.5
     # a timeout for a turn that is not waiting on its environment is ignored
@@ -741,9 +784,10 @@ def test_env_timeout_ends_the_trajectory_flagged_and_late_answers_are_ignored():
     assert snapshot(s) == before
     (_env1,) = s.handle(RequestFinished(11.0, 1, 5))
     out = s.handle(EnvStepDone(12.0, 1, 0, 3, True))
-    assert [c.devices for c in out if isinstance(c, Offload)] == [(0,), (1,)], "colocate shrinks"
-    for dev in range(2):
-        out = s.handle(OffloadDone(13.0, dev))
+    offloads = [c for c in out if isinstance(c, Offload)]
+    assert [c.devices for c in offloads] == [(0,), (1,)], "colocate shrinks"
+    for c in offloads:
+        out = s.handle(OffloadDone(13.0, c.devices[0], c.op_id))
     (train,) = [c for c in out if isinstance(c, Train)]
     flags = {smp.tid: (smp.timed_out, smp.turn_versions) for smp in train.samples}
     assert flags == {0: (True, (0,)), 1: (False, (0,))}
@@ -792,20 +836,154 @@ def test_losing_every_gpu_leaves_a_quiet_consistent_machine(mode):
     assert sched.in_flight == 0
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="known gap: Offload/OffloadDone carry no operation id, so a late duplicate from an "
-    "earlier cycle is taken as the answer to the current offload (see review notes)",
-)
 def test_late_duplicate_offload_done_from_an_earlier_cycle_is_ignored():
+    """Fixed in 0.2.0 (was a strict xfail): the answer names the Offload it answers."""
     shell = FifoShell(make_cfg("timeshare", count=2, train=1, train_batch_size=1, max_turns=1))
     shell.feed(Started(0.0))
     assert shell.run_until(lambda: shell.sched.stats.train_steps >= 1)
+    first = next(c for c in shell.log if isinstance(c, Offload) and 1 in c.devices)
     n = len(shell.log)
     assert shell.run_until(lambda: any(isinstance(c, Offload) for c in shell.log[n:]))
     assert shell.sched.pool.mode(1) is DeviceMode.SHRINKING
-    shell.feed(OffloadDone(shell.t, 1))  # the cycle-1 answer, delivered a second time, late
+    before = shell.sched.stats.ignored_events
+    out = shell.feed(OffloadDone(shell.t, 1, first.op_id))  # the cycle-1 answer, again, late
     assert shell.sched.pool.mode(1) is DeviceMode.SHRINKING, "engine still resident"
+    assert not [c for c in out if isinstance(c, Train)] and shell.sched.shrinking == (1,)
+    assert shell.sched.stats.ignored_events == before + 1
+    # the current answer still commits the shrink and training starts
+    assert shell.run_until(lambda: shell.sched.stats.train_steps >= 2)
+
+
+def test_late_duplicate_reload_done_from_an_earlier_expand_is_ignored():
+    """Without operation ids a cycle-1 ReloadDone marked a sleeping engine awake: the GPU
+    returned to rollout (and took requests) before its engine was reloaded."""
+    shell = FifoShell(make_cfg("timeshare", count=2, train=1, train_batch_size=1, max_turns=1))
+    shell.feed(Started(0.0))
+    assert shell.run_until(lambda: shell.sched.stats.train_steps >= 1)
+    first = next(c for c in shell.log if isinstance(c, Reload))
+    assert shell.run_until(lambda: shell.sched.stats.train_steps >= 2)
+    assert shell.sched.pool.mode(1) is DeviceMode.EXPANDING
+    shell.hold(ReloadDone)  # the current reload has not answered yet
+    shell.run_until(lambda: False)  # deliver everything else (weights included)
+    assert shell.sched.pool.mode(1) is DeviceMode.EXPANDING
+    out = shell.feed(ReloadDone(shell.t, 1, first.op_id))
+    assert shell.sched.pool.mode(1) is DeviceMode.EXPANDING, "engine still asleep"
+    assert not [c for c in out if isinstance(c, Dispatch) and c.rank == 1]
+
+
+def test_duplicate_prompts_loaded_does_not_admit_twice():
+    s = Scheduler(make_cfg("colocate", count=2, train_batch_size=2, staleness=0))
+    (layout, load) = s.handle(Started(0.0))
+    assert layout == InitialLayout((0, 1), ()) and load == LoadPrompts(0, 2)
+    event = PromptsLoaded(1.0, load.load_id, (10, 10))
+    s.handle(event)
+    before = snapshot(s)
+    assert s.handle(event) == [] and snapshot(s) == before
+    assert s.buffer.admitted_groups == 2 and not s._backlog
+
+
+def test_disaggregated_layout_is_announced_and_sent_once():
+    s = Scheduler(make_cfg("disaggregated", count=4, train=2))
+    out = s.handle(Started(0.0))
+    assert out[0] == InitialLayout((0, 1), (2, 3))
+    assert s.handle(Started(0.5)) == [] and s.stats.ignored_events == 1
+
+
+def test_rejected_event_leaves_the_state_unchanged():
+    """Before 0.2.0 `handle` advanced `now` (and counted the event) before the handler's
+    check raised, so a malformed event moved the clock and later valid events were refused."""
+    s = Scheduler(make_cfg("colocate", count=2))
+    s.handle(Started(0.0))
+    s.handle(PromptsLoaded(1.0, 0, (10, 10)))
+    before, now, events = snapshot(s), s.now, s.stats.events
+    for bad in (
+        RequestFinished(50.0, 0, 10_000),  # more tokens than the budget
+        PromptsLoaded(50.0, s._load_pending, (0,)) if s._load_pending is not None else None,
+        WeightsSynced(50.0, 0, 7),  # a version from the future
+        OffloadDone(50.0, 99, 0),  # no such GPU
+        WorkerLost(50.0, -1),
+    ):
+        if bad is None:
+            continue
+        with pytest.raises(ValueError):
+            s.handle(bad)
+        assert (snapshot(s), s.now, s.stats.events) == (before, now, events), bad
+    s.handle(RequestFinished(2.0, 0, 5))  # an earlier time is still accepted
+    assert s.now == 2.0
+
+
+def _idle_session(env_timeout_s: float = 10.0):
+    """Colocate on 2 GPUs, one request per rank; tid 0 finishes turn 0 and its environment
+    step at t=2, so its idle session's deadline is 12."""
+    cfg = make_cfg(
+        "colocate",
+        count=2,
+        train_batch_size=2,
+        max_turns=5,
+        env_timeout_s=env_timeout_s,
+        max_inflight_per_rank=1,
+    )
+    s = Scheduler(cfg)
+    s.handle(Started(0.0))
+    s.handle(PromptsLoaded(0.5, 0, (10, 10)))
+    (_env,) = s.handle(RequestFinished(1.0, 0, 5))
+    out = s.handle(EnvStepDone(2.0, 0, 0, 3, False))
+    (d,) = [c for c in out if isinstance(c, Dispatch)]
+    assert (d.tid, d.turn, d.env_deadline) == (0, 1, 12.0)
+    return s, d
+
+
+def test_idle_session_timeout_when_the_turn_finishes_late():
+    """The seed's failure mode: the session times out while the next turn is generated.
+    The turn is kept, no environment step starts, the trajectory ends flagged."""
+    s, d = _idle_session()
+    out = s.handle(RequestFinished(12.0, d.rid, 4))
+    assert not [c for c in out if isinstance(c, StartEnvStep)]
+    traj = s.buffer.trajs[0]
+    assert traj.state.name == "DONE" and traj.timed_out and traj.turn_versions == [0, 0]
+    assert s.stats.env_session_timeouts == 1 and s.stats.env_timeouts == 0
+
+
+def test_idle_session_timeout_enforced_by_the_shell_with_an_abort():
+    s, d = _idle_session()
+    out = s.handle(RequestAborted(12.5, d.rid, 3))  # the shell aborted at the deadline
+    assert not [c for c in out if isinstance(c, (Dispatch, StartEnvStep))]
+    traj = s.buffer.trajs[0]
+    assert traj.state.name == "DONE" and traj.timed_out and traj.turn_versions == [0]
+    assert s.stats.env_session_timeouts == 1 and s.stats.migrated == 0
+    assert s.stats.discarded_tokens == 3
+
+
+def test_idle_session_timeout_while_queued():
+    """A trajectory whose session timed out while it waited for a slot is not dispatched:
+    checked when the pump takes it from the queue."""
+    cfg = make_cfg(
+        "colocate", count=2, train_batch_size=4, max_turns=5, env_timeout_s=10.0,
+        max_inflight_per_rank=1,
+    )
+    s = Scheduler(cfg)
+    s.handle(Started(0.0))
+    s.handle(PromptsLoaded(0.5, 0, (10, 10, 10)))  # tid 0 on rank 0, tid 1 on rank 1, tid 2 waits
+    out = s.handle(RequestFinished(1.0, 0, 5))
+    (d2,) = [c for c in out if isinstance(c, Dispatch)]
+    assert (d2.tid, d2.rank) == (2, 0)
+    out = s.handle(EnvStepDone(2.0, 0, 0, 3, False))  # tid 0 waits for a slot until t=12
+    assert not [c for c in out if isinstance(c, Dispatch)]
+    out = s.handle(RequestFinished(12.0, d2.rid, 5))  # rank 0 frees after the deadline
+    assert not [c for c in out if isinstance(c, Dispatch) and c.tid == 0]
+    traj = s.buffer.trajs[0]
+    assert traj.state.name == "DONE" and traj.timed_out and traj.turn_versions == [0]
+    assert s.stats.env_session_timeouts == 1 and s.stats.dispatched == 3
+
+
+def test_no_session_before_the_first_environment_step():
+    s = Scheduler(make_cfg("colocate", count=2, env_timeout_s=1.0))
+    s.handle(Started(0.0))
+    out = s.handle(PromptsLoaded(0.0, 0, (10, 10)))
+    assert all(c.env_deadline is None for c in out if isinstance(c, Dispatch))
+    out = s.handle(RequestFinished(100.0, 0, 5))  # long after any timeout: no session yet
+    assert [c for c in out if isinstance(c, StartEnvStep)]
+    assert s.stats.env_session_timeouts == 0
 
 
 @pytest.mark.parametrize(

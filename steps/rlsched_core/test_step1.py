@@ -18,7 +18,7 @@ from rlsched.core.events import (
 def test_events_carry_time_first_and_are_values() -> None:
     events = [
         Started(0.0),
-        PromptsLoaded(1.0, (12, 30)),
+        PromptsLoaded(1.0, 0, (12, 30)),
         RequestFinished(2.0, 7, 100),
         RequestAborted(2.5, 8, 3),
         EnvStepDone(3.0, 5, 0, 20, False),
@@ -42,3 +42,4 @@ def test_events_are_frozen_and_slotted() -> None:
         event.rid = 3  # type: ignore[misc]
     assert not hasattr(event, "__dict__")
     assert [f.name for f in dataclasses.fields(RequestAborted)] == ["time", "rid", "new_tokens"]
+    assert [f.name for f in dataclasses.fields(PromptsLoaded)] == ["time", "load_id", "prompt_tokens"]

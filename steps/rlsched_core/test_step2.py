@@ -18,9 +18,13 @@ def test_training_done_defaults_to_success() -> None:
 
 
 def test_device_events() -> None:
-    for cls in (OffloadDone, ReloadDone, WorkerLost):
-        event = cls(1.0, 3)
-        assert isinstance(event, Event) and event.device == 3 and not hasattr(event, "__dict__")
+    lost = WorkerLost(1.0, 3)
+    assert isinstance(lost, Event) and lost.device == 3 and not hasattr(lost, "__dict__")
+    for cls in (OffloadDone, ReloadDone):
+        event = cls(1.0, 3, 9)
+        assert isinstance(event, Event) and (event.device, event.op_id) == (3, 9)
+        assert not hasattr(event, "__dict__")
+        assert [f.name for f in dataclasses.fields(cls)] == ["time", "device", "op_id"]
     synced = WeightsSynced(2.0, 4, 7)
     assert (synced.device, synced.version) == (4, 7)
     assert [f.name for f in dataclasses.fields(WeightsSynced)] == ["time", "device", "version"]

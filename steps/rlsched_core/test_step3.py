@@ -8,6 +8,7 @@ from rlsched.core.commands import (
     Abort,
     Command,
     Dispatch,
+    InitialLayout,
     LoadPrompts,
     Offload,
     Reload,
@@ -26,6 +27,7 @@ def test_dispatch_carries_everything_a_shell_needs() -> None:
         resume_tokens=20,
         max_new_tokens=100,
         version=2,
+        env_deadline=None,
     )
     assert [f.name for f in dataclasses.fields(Dispatch)] == [
         "rid",
@@ -37,20 +39,26 @@ def test_dispatch_carries_everything_a_shell_needs() -> None:
         "resume_tokens",
         "max_new_tokens",
         "version",
+        "env_deadline",
     ]
-    assert d == Dispatch(1, 2, 0, 3, 4, 900, 20, 100, 2)
+    assert d == Dispatch(1, 2, 0, 3, 4, 900, 20, 100, 2, None)
+    assert Dispatch(1, 2, 0, 3, 4, 900, 20, 100, 2, 630.5).env_deadline == 630.5
     with pytest.raises(dataclasses.FrozenInstanceError):
         d.rank = 5  # type: ignore[misc]
 
 
 def test_device_and_request_commands() -> None:
     commands = [
-        LoadPrompts(4),
+        LoadPrompts(0, 4),
         Abort(1, (3, 4)),
-        Offload((2, 3)),
-        Reload((2, 3)),
+        Offload(1, (2, 3)),
+        Reload(2, (2, 3)),
         SyncWeights(1, (0,)),
+        InitialLayout((0, 1), (2, 3)),
     ]
     assert all(isinstance(c, Command) and not hasattr(c, "__dict__") for c in commands)
     assert commands[1].rids == (3, 4) and commands[4].version == 1
-    assert hash(Offload((2, 3))) == hash(commands[2])
+    assert hash(Offload(1, (2, 3))) == hash(commands[2])
+    assert (commands[0].load_id, commands[0].count) == (0, 4)
+    assert (commands[2].op_id, commands[3].op_id) == (1, 2)
+    assert (commands[5].rollout, commands[5].offloaded) == ((0, 1), (2, 3))

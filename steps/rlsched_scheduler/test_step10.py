@@ -9,6 +9,7 @@ import pytest
 from rlsched.config import RlschedConfig
 from rlsched.core.commands import (
     Dispatch,
+    InitialLayout,
     LoadPrompts,
     Offload,
     Reload,
@@ -56,15 +57,15 @@ def _drive(sched: Scheduler, steps: int) -> int:
     while sched.stats.train_steps < steps:
         for c in commands:
             if isinstance(c, LoadPrompts):
-                queue.append(PromptsLoaded(t, (20,) * c.count))
+                queue.append(PromptsLoaded(t, c.load_id, (20,) * c.count))
             elif isinstance(c, Dispatch):
                 queue.append(RequestFinished(t, c.rid, min(10, c.max_new_tokens)))
             elif isinstance(c, StartEnvStep):
                 queue.append(EnvStepDone(t, c.tid, c.turn, 5, False))
             elif isinstance(c, Offload):
-                queue.extend(OffloadDone(t, d) for d in c.devices)
+                queue.extend(OffloadDone(t, d, c.op_id) for d in c.devices)
             elif isinstance(c, Reload):
-                queue.extend(ReloadDone(t, d) for d in c.devices)
+                queue.extend(ReloadDone(t, d, c.op_id) for d in c.devices)
             elif isinstance(c, SyncWeights):
                 queue.extend(WeightsSynced(t, d, c.version) for d in c.devices)
             elif isinstance(c, Train):
@@ -88,7 +89,7 @@ def test_every_mode_trains_repeatedly(mode: str) -> None:
 
 def test_first_commands_and_boundary_checks() -> None:
     sched = Scheduler(_cfg("timeshare"))
-    assert sched.handle(Started(1.0)) == [LoadPrompts(4)]
+    assert sched.handle(Started(1.0)) == [InitialLayout((0, 1, 2, 3), ()), LoadPrompts(0, 4)]
     with pytest.raises(ValueError, match="VAL_FLOAT_RANGE failed"):
         sched.handle(Started(0.5))  # time goes back
     with pytest.raises(TypeError, match="VAL_NOT_NONE failed"):
@@ -104,3 +105,18 @@ def test_the_core_imports_no_runtime_framework() -> None:
         "assert not bad, bad\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_rejected_event_leaves_the_state_unchanged() -> None:
+    """The clock is not advanced and nothing is counted when a handler rejects the event."""
+    sched = Scheduler(_cfg("timeshare"))
+    sched.handle(Started(1.0))
+    out = sched.handle(PromptsLoaded(2.0, 0, (20, 20)))
+    rid = next(c for c in out if isinstance(c, Dispatch)).rid
+    events = sched.stats.events
+    with pytest.raises(ValueError, match="VAL_INT_RANGE failed"):
+        sched.handle(RequestFinished(9.0, rid, 10_000))  # more tokens than the budget
+    assert sched.now == 2.0 and sched.stats.events == events and sched.in_flight == 4
+    out = sched.handle(RequestFinished(3.0, rid, 5))  # earlier than the rejected event: fine
+    assert [c for c in out if isinstance(c, StartEnvStep)] == [StartEnvStep(0, 0, 3.0 + 600.0)]
+    assert sched.now == 3.0 and sched.stats.events == events + 1

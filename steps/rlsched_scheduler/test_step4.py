@@ -21,6 +21,7 @@ def test_records() -> None:
     assert op.offload_sent == set()
     assert TrainOp(1, (2, 3), 0, []).failed is False
     assert Stats().events == 0 and Stats().shrinks_rolled_back == 0
+    assert Stats().env_session_timeouts == 0
 
 
 def test_constructed_scheduler_has_no_effects_yet() -> None:
@@ -30,6 +31,7 @@ def test_constructed_scheduler_has_no_effects_yet() -> None:
     assert sched.pool.gpus_in(DeviceMode.ROLLOUT) == (0, 1, 2, 3)
     assert [sched._routable(r) for r in range(2)] == [True, True]
     assert sorted(sched._heap) == [(0, 0), (0, 1)]
+    assert sched._dev_op == [None] * 4 and sched._load_pending is None and not sched._started
 
 
 def test_disaggregated_training_gpus_start_offloaded_and_unroutable() -> None:

@@ -27,9 +27,10 @@ def _sched(cap: int = 2) -> Scheduler:
 def test_admission_asks_for_prompts_once() -> None:
     sched = _sched()
     sched._admit()
-    assert sched._out == [LoadPrompts(2)]  # (staleness + 1) batches of one group
+    assert sched._out == [LoadPrompts(0, 2)]  # (staleness + 1) batches of one group
+    assert sched._load_pending == 0
     sched._admit()
-    assert sched._out == [LoadPrompts(2)]  # one outstanding request at a time
+    assert sched._out == [LoadPrompts(0, 2)]  # one outstanding request at a time
 
 
 def test_dispatch_fills_least_loaded_ranks_up_to_the_cap() -> None:
@@ -52,6 +53,7 @@ def test_dispatch_fills_least_loaded_ranks_up_to_the_cap() -> None:
         90,
         0,
     )
+    assert first.env_deadline is None  # no environment session before the first step
     assert sched.in_flight == 4 and sched._pick_rank() is None
     assert sched.buffer.groups[0].min_version == 0
 
@@ -64,3 +66,23 @@ def test_dispatch_only_to_rollout_ranks() -> None:
     traj = sched.placement.pop()
     with pytest.raises(AssertionError, match="AST_PRECONDITION"):
         sched._dispatch(traj, 1)
+
+
+def test_a_session_that_timed_out_in_the_queue_ends_instead_of_dispatching() -> None:
+    """Checked when the trajectory is taken from the queue: ended flagged, not dispatched;
+    the deadline travels on Dispatch for a trajectory still within it."""
+    sched = _sched(cap=1)
+    sched._backlog.append(10)
+    sched._admit()
+    expired, fresh = sched.buffer.trajs[0], sched.buffer.trajs[1]
+    expired.env_deadline, fresh.env_deadline = 5.0, 9.0
+    expired.resume_tokens, expired.resume_version = 7, 0
+    sched.now = 5.0  # the deadline is reached at exactly env_deadline
+    sched._out.clear()
+    sched._dispatch_queued()
+    dispatches = [c for c in sched._out if isinstance(c, Dispatch)]
+    assert [(d.tid, d.env_deadline) for d in dispatches] == [(1, 9.0)]
+    assert expired.state.name == "DONE" and expired.timed_out and expired.rid is None
+    assert (expired.resume_tokens, expired.resume_version) == (0, None)
+    assert sched.stats.env_session_timeouts == 1 and sched.stats.completed == 1
+    assert sched.buffer.completed == 1 and sched.stats.dispatched == 1

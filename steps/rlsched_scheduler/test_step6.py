@@ -66,7 +66,9 @@ def test_drained_shrinking_rank_is_offloaded() -> None:
     with pytest.raises(AssertionError, match="AST_PRECONDITION"):
         sched._offload_rank(1)  # request 1 is still on rank 1
     sched._release_request(1, 0)
-    assert sched._out == [Offload((1,))] and sched._shrink.offload_sent == {1}
+    op_id = sched._dev_op[1]
+    assert op_id is not None and sched._out == [Offload(op_id, (1,))]
+    assert sched._shrink.offload_sent == {1}
 
 
 def test_complete_counts() -> None:
@@ -76,3 +78,31 @@ def test_complete_counts() -> None:
     sched._finish_turn(traj, 5, 0)
     sched._complete(traj)
     assert traj.state is TrajState.DONE and sched.stats.completed == 1
+
+
+def test_a_finish_after_the_session_timed_out_closes_the_turn_without_an_env_step() -> None:
+    sched = _running()
+    traj = sched.buffer.trajs[0]
+    traj.env_deadline = 20.0
+    sched.now = 20.5
+    req = sched._release_request(0, 40)
+    sched._finish_turn(traj, 40, req.version)
+    assert sched._out == []  # no StartEnvStep: the session is gone
+    assert traj.state is TrajState.DONE and traj.timed_out
+    assert traj.context_tokens == 50 and traj.turn_versions == [0] and traj.turn == 1
+    assert sched.stats.env_session_timeouts == 1 and sched.stats.completed == 1
+
+
+@pytest.mark.parametrize("mode", ["reissue", "resume"])
+def test_an_abort_after_the_session_timed_out_ends_the_trajectory(mode: str) -> None:
+    """A shell enforcing Dispatch.env_deadline aborts the request; the partial turn is dropped."""
+    sched = _running(mode)
+    traj = sched.buffer.trajs[1]
+    traj.env_deadline = 20.0
+    sched.now = 20.0
+    req = sched._release_request(1, 30)
+    sched._requeue(traj, req, 30)
+    assert traj.state is TrajState.DONE and traj.timed_out and traj.resume_tokens == 0
+    assert len(sched.placement) == 0 and sched.stats.migrated == 0
+    assert sched.stats.discarded_tokens == 30 and sched.stats.resumed_tokens == 0
+    assert sched.stats.env_session_timeouts == 1

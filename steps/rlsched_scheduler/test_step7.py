@@ -36,7 +36,8 @@ def test_shrink_aborts_then_offloads_when_drained() -> None:
     sched._out.clear()
     req = sched._release_request(2, 0)
     sched._requeue(sched.buffer.trajs[req.tid], req, 0)
-    assert sched._out == [Offload((2,))]
+    (offload,) = sched._out
+    assert offload == Offload(offload.op_id, (2,)) and sched._dev_op[2] == offload.op_id
 
 
 def test_rollback_returns_undrained_and_reloads_offloaded() -> None:
@@ -48,7 +49,9 @@ def test_rollback_returns_undrained_and_reloads_offloaded() -> None:
     sched._out.clear()
     sched._rollback_shrink()
     assert sched.shrinking == () and sched.stats.shrinks_rolled_back == 1
-    assert sched.pool.mode(2) is DeviceMode.EXPANDING and sched._out == [Reload((2,))]
+    (reload,) = sched._out
+    assert sched.pool.mode(2) is DeviceMode.EXPANDING and reload == Reload(reload.op_id, (2,))
+    assert sched._dev_op[2] == reload.op_id and sched._dev_op[3] != reload.op_id
     assert sched.reload_pending == frozenset({3})
 
 
@@ -61,7 +64,8 @@ def test_expand_syncs_when_behind_and_finishes_when_both_done() -> None:
     sched.version = 1
     sched._out.clear()
     sched._begin_expand((3,))
-    assert sched._out == [Reload((3,)), SyncWeights(1, (3,))]
+    op_id = sched._dev_op[3]
+    assert sched._out == [Reload(op_id, (3,)), SyncWeights(1, (3,))]
     sched._reloaded[3] = True
     sched._try_finish_expand(3)
     assert sched.pool.mode(3) is DeviceMode.EXPANDING  # weights still old

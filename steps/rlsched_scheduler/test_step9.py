@@ -39,9 +39,9 @@ def _trained_ready() -> Scheduler:
         sched._finish_turn(traj, 5, req.version)
         sched._complete(traj)
     sched._begin_shrink((2, 3))
-    sched._on_offload_done(OffloadDone(1.0, 2))
+    sched._on_offload_done(OffloadDone(1.0, 2, sched._dev_op[2]))
     assert sched.shrinking == (2, 3)
-    sched._on_offload_done(OffloadDone(1.0, 3))
+    sched._on_offload_done(OffloadDone(1.0, 3, sched._dev_op[3]))
     assert sched.shrinking == () and sched.stats.shrinks_committed == 1
     sched._begin_training((2, 3))
     sched._out.clear()
@@ -54,12 +54,15 @@ def test_training_done_bumps_the_version_expands_and_syncs() -> None:
         sched._on_training_done(TrainingDone(2.0, 1, 5))
     sched._on_training_done(TrainingDone(2.0, 1, 1))
     assert sched.version == 1 and sched.stats.train_steps == 1 and sched.buffer.trained_groups == 1
-    assert sched._out == [Reload((2, 3)), SyncWeights(1, (2, 3)), SyncWeights(1, (0, 1))]
-    sched._on_reload_done(ReloadDone(3.0, 2))
+    op_id = sched._dev_op[2]
+    assert sched._out == [Reload(op_id, (2, 3)), SyncWeights(1, (2, 3)), SyncWeights(1, (0, 1))]
+    sched._on_reload_done(ReloadDone(3.0, 2, op_id - 1))  # not the outstanding Reload
+    assert sched.stats.ignored_events == 1
+    sched._on_reload_done(ReloadDone(3.0, 2, op_id))
     sched._on_weights_synced(WeightsSynced(3.0, 2, 1))
     assert sched.pool.mode(2) is DeviceMode.ROLLOUT and sched.pool.mode(3) is DeviceMode.EXPANDING
     sched._on_weights_synced(WeightsSynced(3.0, 3, 1))
-    sched._on_reload_done(ReloadDone(3.0, 3))
+    sched._on_reload_done(ReloadDone(3.0, 3, op_id))
     assert sched.pool.mode(3) is DeviceMode.ROLLOUT
     with pytest.raises(ValueError, match="VAL_INT_RANGE failed"):
         sched._on_weights_synced(WeightsSynced(3.0, 0, 2))  # from the future
@@ -93,3 +96,29 @@ def test_lost_gpu_mid_shrink_rolls_back_and_requeues() -> None:
     assert sched.buffer.trajs[3].rid is None  # the lost rank's request is queued again
     sched._on_worker_lost(WorkerLost(1.0, 3))
     assert sched.stats.ignored_events == 1
+
+
+def test_offload_answers_must_repeat_the_outstanding_operation_id() -> None:
+    """A late OffloadDone of an earlier offload (another id) neither offloads nor commits."""
+    sched = Scheduler(
+        RlschedConfig.model_validate(
+            {
+                "devices": {"count": 4, "train": 2},
+                "scheduler": {"train_batch_size": 4, "group_size": 4, "max_tokens": 100},
+            }
+        )
+    )
+    sched._backlog.append(10)
+    sched._admit()
+    sched._begin_shrink((2, 3))  # nothing runs yet: both ranks are offloaded at once
+    current = sched._dev_op[2]
+    assert current is not None and sched._dev_op[3] != current
+    sched._on_offload_done(OffloadDone(1.0, 2, current - 1))
+    sched._on_offload_done(OffloadDone(1.0, 2, sched._dev_op[3]))  # another device's id
+    assert sched.pool.mode(2) is DeviceMode.SHRINKING and sched.stats.ignored_events == 2
+    sched._on_offload_done(OffloadDone(1.0, 2, current))
+    assert sched.pool.mode(2) is DeviceMode.OFFLOADED and sched._dev_op[2] is None
+    sched._on_offload_done(OffloadDone(1.0, 2, current))  # the same answer twice
+    assert sched.stats.ignored_events == 3
+    with pytest.raises(ValueError, match="VAL_INT_RANGE failed"):
+        sched._on_offload_done(OffloadDone(1.0, 9, current))
