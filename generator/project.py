@@ -112,7 +112,13 @@ class Project:
     # ------------------------------------------------------------------ checking
 
     def check(self) -> list[Diagnostic]:
-        """Every diagnostic of the project, sorted by location, duplicates removed."""
+        """Every diagnostic of the project, sorted by location, duplicates removed.
+
+        A Project is a snapshot of the documents at load time, so this is computed once."""
+        return list(self._diagnostics)
+
+    @cached_property
+    def _diagnostics(self) -> tuple[Diagnostic, ...]:
         diags = list(self._parse_diagnostics)
         diags += self._check_modules()
         for doc in self.documents:
@@ -125,7 +131,7 @@ class Project:
                     diags += self._expansion_errors(spec)
             diags += self._check_plan(doc)
         unique = {(d.loc.path, d.loc.line, d.loc.col, d.code, d.message): d for d in diags}
-        return sorted(unique.values(), key=lambda d: (d.loc.path, d.loc.line, d.loc.col, d.code))
+        return tuple(sorted(unique.values(), key=lambda d: (d.loc.path, d.loc.line, d.loc.col, d.code)))
 
     def errors(self) -> list[Diagnostic]:
         return [d for d in self.check() if d.severity == "error"]
@@ -207,6 +213,10 @@ class Project:
 
     def generate(self) -> dict[str, str]:
         """Every generated file (project-relative path -> content). Raises DDError on any error."""
+        return dict(self._generated)
+
+    @cached_property
+    def _generated(self) -> dict[str, str]:
         errors = self.errors()
         if errors:
             raise DDError(errors)
