@@ -356,7 +356,7 @@ def done_step(project: Project, doc: Document, number: int, commit: bool = True)
         fields = {
             "status": StepStatus.done.value,
             "date": today(),
-            "verified": f"passed ({len(results)} checks)",
+            "verified": f"passed ({len(results)} check{'s' if len(results) != 1 else ''})",
         }
         atomic_write(doc_path, set_step_fields(read_text(doc_path), step, fields))
         project, doc, step = _reload(project, doc, number)

@@ -146,7 +146,7 @@ def test_full_step_loop(project: Path, dd: Callable[..., Result]) -> None:
         "-- status: NOT_STARTED",
         "+- status: DONE",
         "+- date: 2026-11-22",
-        "+- verified: passed (1 checks)",
+        "+- verified: passed (1 check)",
     ]
 
     status = json.loads(dd(project, "status", "--json").output)
