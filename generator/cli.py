@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import datetime as dt
+import difflib
 import json
 import re
 import sys
+import textwrap
 from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from generator.config import load_config
-from generator.models import DDError, Diagnostic
+from generator.models import Annotation, DDError, Diagnostic, Loc
+from generator.patterns import render_annotation
 from generator.project import Project
 from generator.steps import StepError, template_text
 
@@ -67,7 +71,11 @@ def check(docs: tuple[str, ...], fmt: str) -> None:
         checked = [d for d in checked if d.path in wanted]
     print_diagnostics(diags, fmt)
     if fmt == "text" and not diags:
-        err.print(f"ok: {len(checked)} document(s), {sum(len(d.specs()) for d in checked)} spec(s)")
+        if not checked:
+            where = ", ".join(project.config.docs) or "(none)"
+            err.print(escape(f"no design documents found under {where} ([tool.dd] docs); a document's first line is `---`"))
+        else:
+            err.print(f"ok: {len(checked)} document(s), {sum(len(d.specs()) for d in checked)} spec(s)")
     sys.exit(1 if any(d.severity == "error" for d in diags) else 0)
 
 
@@ -140,21 +148,40 @@ def new(name: str, title: str | None, package: str | None) -> None:
 @cli.command()
 @click.argument("pattern_id", required=False)
 def patterns(pattern_id: str | None) -> None:
-    """List the pattern library, or show one pattern with its example expansion."""
+    """List the pattern library, or show one pattern: parameters, message and example expansion."""
     project = load_project()
     lib = project.library
     if pattern_id is None:
         table = Table("id", "kind", "parameters", "summary", box=None)
         for pat in lib:
             params = ", ".join(p.name if p.required else f"{p.name}={p.default}" for p in pat.params)
-            table.add_row(pat.id, pat.kind, params, pat.summary)
+            table.add_row(escape(pat.id), pat.kind, escape(params), escape(pat.summary))
         out.print(table)
         return
     pat = lib.get(pattern_id)
     if pat is None:
-        err.print(f"unknown pattern {pattern_id}")
+        suggestion = difflib.get_close_matches(pattern_id, lib.ids(), n=1)
+        hint = f"; did you mean {suggestion[0]}?" if suggestion else "; `dd patterns` lists them"
+        err.print(escape(f"unknown pattern {pattern_id}{hint}"))
         sys.exit(1)
-    out.print(f"{pat.id} ({pat.kind}) defined at {pat.loc}\n{pat.summary}\nexample: # {pat.kind}: {pat.example}")
+    click.echo(f"{pat.id} ({pat.kind}), defined at {pat.loc}\n{pat.summary}\n\nparameters:")
+    for param in pat.params:
+        default = "" if param.required else f" = {param.default}"
+        doc = f"  {param.doc}" if param.doc else ""
+        click.echo(f"  {param.name}: {param.type}{default}{doc}")
+    if pat.kind == "VAL":
+        click.echo(f"raises: {pat.exception} (or `exc=`)")
+    else:
+        click.echo("raises: AssertionError (also under python -O)")
+    if pat.example:
+        head, _, rest = pat.example.partition("(")
+        example = Annotation(kind=pat.kind, pattern=head, args=rest[:-1], loc=Loc(path="example.md", line=1))
+        click.echo(f"\nexample:\n    # {pat.kind}: {pat.example}")
+        try:
+            rendered = render_annotation(example, lib, "example")
+        except DDError as exc:
+            rendered = "\n".join(d.render() for d in exc.diagnostics) + "\n"
+        click.echo(textwrap.indent(rendered, "    "), nl=False)
 
 
 def _register_extensions() -> None:

@@ -197,6 +197,12 @@ def step_verify(number: int, doc_arg: str | None) -> None:
         _echo_result(r)
     passed = sum(r.ok for r in results)
     click.echo(f"{passed}/{len(results)} checks passed")
+    step = st.get_step(doc, number)
+    if passed < len(results) and step.status is StepStatus.not_started:
+        click.echo(
+            f"note: Step {number} is NOT_STARTED, so its code is not generated yet: "
+            f"`dd step start {number}` and `dd expand`, or `dd step done {number}` directly"
+        )
     sys.exit(0 if passed == len(results) else 1)
 
 

@@ -727,13 +727,21 @@ class _Parser:
         is allowed (class specs, preludes): those are DD055. Malformed ones are DD054.
         """
         found: list[Annotation] = []
-        for comment in _own_line_comments(fence.code):
+        for comment, own_line in _comments(fence.code):
             start = _ANNOTATION_START_RE.match(comment.text)
             if start is None:
                 continue
             line, col = fence.line + comment.line, fence.indent + comment.col + 1
             match = _ANNOTATION_RE.match(comment.text)
-            if match is None:
+            if not own_line:
+                self.error(
+                    "DD055",
+                    line,
+                    "an annotation must be a comment on its own line; after code it would be "
+                    "dropped (move it above the statement it guards)",
+                    col,
+                )
+            elif match is None:
                 self.error(
                     "DD054",
                     line,
@@ -974,12 +982,14 @@ def _stmt_line(node: ast.stmt) -> int:
     return min([node.lineno] + [d.lineno for d in decorators or []])
 
 
-def _own_line_comments(code: str) -> list[_Comment]:
-    """Comments alone on their line (real comments: text inside strings is not included)."""
-    comments: list[_Comment] = []
+def _comments(code: str) -> list[tuple[_Comment, bool]]:
+    """Every real comment (text inside strings is not included) and whether it is alone on its
+    line."""
+    comments: list[tuple[_Comment, bool]] = []
     for tok in tokenize.generate_tokens(io.StringIO(code).readline):
-        if tok.type == tokenize.COMMENT and not tok.line[: tok.start[1]].strip():
-            comments.append(_Comment(tok.start[0], tok.start[1], tok.string.strip()))
+        if tok.type == tokenize.COMMENT:
+            own_line = not tok.line[: tok.start[1]].strip()
+            comments.append((_Comment(tok.start[0], tok.start[1], tok.string.strip()), own_line))
     return comments
 
 

@@ -127,11 +127,23 @@ class Project:
             for spec in doc.specs():
                 found = [d for ann in spec.annotations for d in check_annotation(ann, self.library)]
                 diags += found
-                if not any(d.severity == "error" for d in found):
+                if not any(d.severity == "error" for d in found) and not self._has_parse_errors(spec):
                     diags += self._expansion_errors(spec)
             diags += self._check_plan(doc)
         unique = {(d.loc.path, d.loc.line, d.loc.col, d.code, d.message): d for d in diags}
         return tuple(sorted(unique.values(), key=lambda d: (d.loc.path, d.loc.line, d.loc.col, d.code)))
+
+    def _has_parse_errors(self, spec: Spec) -> bool:
+        """True when the parser already reported an error inside the spec's code block (its
+        annotations are then incomplete, and expanding would only repeat the problem)."""
+        if spec.code is None:
+            return True
+        first = spec.code.loc.line
+        last = first + spec.code.code.count("\n")
+        return any(
+            d.severity == "error" and d.loc.path == spec.loc.path and first <= d.loc.line <= last
+            for d in self._parse_diagnostics
+        )
 
     def errors(self) -> list[Diagnostic]:
         return [d for d in self.check() if d.severity == "error"]

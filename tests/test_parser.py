@@ -576,11 +576,21 @@ def test_malformed_annotation_is_dd054(comment: str) -> None:
 def test_comments_that_are_not_annotations_are_prose() -> None:
     text = edit(
         "    return sorted(target_gpus)\n",
-        "    # VALIDATE later; ASTRONOMY aside\n    return sorted(target_gpus)  # VAL: VAL_X(1)\n",
+        "    # VALIDATE later; ASTRONOMY aside\n    return sorted(target_gpus)  # VALUE sorted\n",
     )
     doc, diagnostics = parse(text)
     assert diagnostics == []
     assert doc is not None and doc.specs()[2].annotations == []
+
+
+def test_trailing_annotation_is_dd055_not_silently_dropped() -> None:
+    text = edit(
+        "    return sorted(target_gpus)\n",
+        "    return sorted(target_gpus)  # VAL: VAL_NON_EMPTY(target_gpus)\n",
+    )
+    diagnostic = only(text)
+    assert (diagnostic.code, diagnostic.loc.col) == ("DD055", 33)
+    assert "own line" in diagnostic.message
 
 
 def test_annotation_text_inside_a_string_is_not_an_annotation() -> None:

@@ -234,11 +234,18 @@ CASES: dict[str, tuple[dict[str, Any], list[tuple[dict[str, Any], type, str]]]] 
     ),
     "VAL_POSITIVE": (
         {"batch_size": 1},
-        [({"batch_size": 0}, ValueError, "batch_size > 0 (where batch_size=0)")],
+        [
+            ({"batch_size": 0}, ValueError, "batch_size to be a number > 0 (where batch_size=0)"),
+            ({"batch_size": "5"}, ValueError, "batch_size to be a number > 0 (where batch_size='5')"),
+            ({"batch_size": True}, ValueError, "batch_size to be a number > 0 (where batch_size=True)"),
+        ],
     ),
     "VAL_NON_NEGATIVE": (
         {"timeout_s": 0.0},
-        [({"timeout_s": -1.5}, ValueError, "timeout_s >= 0 (where timeout_s=-1.5)")],
+        [
+            ({"timeout_s": -1.5}, ValueError, "timeout_s to be a number >= 0 (where timeout_s=-1.5)"),
+            ({"timeout_s": None}, ValueError, "timeout_s to be a number >= 0 (where timeout_s=None)"),
+        ],
     ),
     "VAL_LEN_RANGE": (
         {"name": "pool"},

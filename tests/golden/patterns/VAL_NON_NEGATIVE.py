@@ -5,9 +5,13 @@
 def check(timeout_s):
     """Run the example of VAL_NON_NEGATIVE."""
     # VAL: VAL_NON_NEGATIVE(timeout_s)
-    if not timeout_s >= 0:
+    try:
+        _dd_ok = not isinstance(timeout_s, bool) and timeout_s >= 0
+    except TypeError:
+        _dd_ok = False
+    if not _dd_ok:
         raise ValueError(
-            "VAL_NON_NEGATIVE failed in Golden.check (design/golden.md:3): expected timeout_s >= 0"
+            "VAL_NON_NEGATIVE failed in Golden.check (design/golden.md:3): expected timeout_s to be a number >= 0"
             + " (where timeout_s=" + repr(timeout_s)
             + ")"
         )

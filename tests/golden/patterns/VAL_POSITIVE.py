@@ -5,9 +5,13 @@
 def check(batch_size):
     """Run the example of VAL_POSITIVE."""
     # VAL: VAL_POSITIVE(batch_size)
-    if not batch_size > 0:
+    try:
+        _dd_ok = not isinstance(batch_size, bool) and batch_size > 0
+    except TypeError:
+        _dd_ok = False
+    if not _dd_ok:
         raise ValueError(
-            "VAL_POSITIVE failed in Golden.check (design/golden.md:3): expected batch_size > 0"
+            "VAL_POSITIVE failed in Golden.check (design/golden.md:3): expected batch_size to be a number > 0"
             + " (where batch_size=" + repr(batch_size)
             + ")"
         )
