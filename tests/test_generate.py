@@ -171,3 +171,31 @@ def test_cyclic_deps_are_reported(project: Path, dd) -> None:
     assert result.exit_code == 1
     assert "error[DD043]" in result.output
     assert "Registry.__init__ -> Registry.add -> Registry.__init__" in result.output
+
+
+def test_patterns_command_lists_and_shows_a_pattern(project: Path, dd) -> None:
+    listed = dd(project, "patterns")
+    assert listed.exit_code == 0 and "VAL_INT_RANGE" in listed.output
+    assert "[min," in listed.output  # summaries are printed verbatim, not as terminal markup
+    shown = dd(project, "patterns", "VAL_INT_RANGE")
+    assert shown.exit_code == 0
+    assert "each: bool = False" in shown.output and "raises: ValueError" in shown.output
+    assert "for _dd_item in target_gpus:" in shown.output  # the example's expansion
+    unknown = dd(project, "patterns", "VAL_INT_RANG")
+    assert unknown.exit_code == 1 and "did you mean VAL_INT_RANGE?" in unknown.output
+
+
+def test_a_malformed_annotation_is_reported_once(project: Path, dd) -> None:
+    doc = project / "design/registry.md"
+    doc.write_text(doc.read_text().replace("# VAL: VAL_NON_EMPTY(name)", "# VAL VAL_NON_EMPTY(name)"))
+    result = dd(project, "check")
+    assert result.exit_code == 1
+    errors = [row for row in result.stdout.splitlines() if ": error[" in row]
+    assert len(errors) == 1 and "error[DD054]" in errors[0]
+
+
+def test_check_without_documents_says_where_it_looked(tmp_path: Path, dd) -> None:
+    make_project(tmp_path, {})
+    result = dd(tmp_path, "check")
+    assert result.exit_code == 0
+    assert "no design documents found under design" in result.output
