@@ -202,21 +202,36 @@ def atomic_write(path: Path, text: str | bytes) -> None:
 def apply(root: Path, changes: list[Change]) -> None:
     """Write all new contents to temporary files, then rename each into place (and delete orphans).
 
-    If writing any temporary file fails, nothing on disk has changed yet.
+    If writing any temporary file fails, nothing on disk has changed yet. If a rename or delete
+    fails part way, the files already replaced get their old contents back (best effort: the
+    old contents are in the changes), so a failed run leaves the previous generation in place.
     """
-    staged: list[tuple[Path, Path | None]] = []
+    staged: list[tuple[Change, Path, Path | None]] = []
     try:
         for change in changes:
             target = root / change.path
             new = None if change.new is None else stage(target, change.new.encode("utf-8"))
-            staged.append((target, new))
+            staged.append((change, target, new))
     except BaseException:
-        for _, tmp in staged:
+        for _, _, tmp in staged:
             if tmp is not None:
                 tmp.unlink(missing_ok=True)
         raise
-    for target, tmp in staged:
-        if tmp is None:
-            target.unlink(missing_ok=True)
-        else:
-            os.replace(tmp, target)
+    done: list[tuple[Change, Path]] = []
+    try:
+        for change, target, tmp in staged:
+            if tmp is None:
+                target.unlink(missing_ok=True)
+            else:
+                os.replace(tmp, target)
+            done.append((change, target))
+    except BaseException:
+        for _, _, tmp in staged:
+            if tmp is not None:
+                tmp.unlink(missing_ok=True)
+        for change, target in reversed(done):
+            if change.old is None:
+                target.unlink(missing_ok=True)
+            else:
+                atomic_write(target, change.old)
+        raise

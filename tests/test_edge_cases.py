@@ -186,3 +186,32 @@ def test_new_with_a_broken_configuration_reports_instead_of_crashing(tmp_path: P
     result = dd(tmp_path, "new", "feature")
     assert result.exit_code == 1 and "error[DD090]: pattern directory not found" in result.output
     assert not (tmp_path / "design").exists()
+
+
+def test_a_failed_rename_restores_the_files_already_replaced(tmp_path: Path, monkeypatch) -> None:
+    """`apply` is all or nothing even when the filesystem fails between two renames."""
+    import os
+
+    from generator import writer
+
+    (tmp_path / "a.py").write_text("old a\n")
+    changes = [
+        writer.Change("a.py", "old a\n", "new a\n"),
+        writer.Change("b.py", None, "new b\n"),
+    ]
+    real_replace = os.replace
+    calls = []
+
+    def flaky_replace(src, dst):
+        calls.append(dst)
+        if str(dst).endswith("b.py"):
+            raise OSError("disk full")
+        real_replace(src, dst)
+
+    monkeypatch.setattr(writer.os, "replace", flaky_replace)
+    with pytest.raises(OSError, match="disk full"):
+        writer.apply(tmp_path, changes)
+    monkeypatch.setattr(writer.os, "replace", real_replace)
+    assert (tmp_path / "a.py").read_text() == "old a\n"
+    assert not (tmp_path / "b.py").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.py"]  # no temporary files left
