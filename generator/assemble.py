@@ -116,9 +116,10 @@ def _with_marker(node: cst.BaseCompoundStatement, marker: str, blank_lines: int)
 
 
 def _with_methods(cls: cst.ClassDef, methods: Sequence[cst.FunctionDef]) -> cst.ClassDef:
+    """`cls` with `methods` appended to its body (a one-line body becomes an indented block)."""
     body = cls.body
     if not isinstance(body, cst.IndentedBlock):  # `class A: """doc"""` on one line
-        body = cst.IndentedBlock(body=list(body.body) and [cst.SimpleStatementLine(body=list(body.body))])
+        body = cst.IndentedBlock(body=[cst.SimpleStatementLine(body=list(body.body))])
     return cls.with_changes(body=body.with_changes(body=[*body.body, *methods]))
 
 
