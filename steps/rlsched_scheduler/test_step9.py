@@ -77,7 +77,8 @@ def test_lost_training_gpu_fails_the_step_and_keeps_the_batch() -> None:
     assert sched.pool.mode(2) is DeviceMode.OFFLOADED and not sched.training
 
 
-def test_lost_gpu_mid_shrink_rolls_back_and_requeues() -> None:
+def _one_group_admitted() -> Scheduler:
+    """Timeshare on 4 GPUs (train = 2, 3): one group of 4 admitted and queued, nothing dispatched."""
     sched = Scheduler(
         RlschedConfig.model_validate(
             {
@@ -88,6 +89,11 @@ def test_lost_gpu_mid_shrink_rolls_back_and_requeues() -> None:
     )
     sched._backlog.append(10)
     sched._admit()
+    return sched
+
+
+def test_lost_gpu_mid_shrink_rolls_back_and_requeues() -> None:
+    sched = _one_group_admitted()
     sched._dispatch_queued()
     sched._begin_shrink((2, 3))
     sched._on_worker_lost(WorkerLost(1.0, 3))
@@ -100,16 +106,7 @@ def test_lost_gpu_mid_shrink_rolls_back_and_requeues() -> None:
 
 def test_offload_answers_must_repeat_the_outstanding_operation_id() -> None:
     """A late OffloadDone of an earlier offload (another id) neither offloads nor commits."""
-    sched = Scheduler(
-        RlschedConfig.model_validate(
-            {
-                "devices": {"count": 4, "train": 2},
-                "scheduler": {"train_batch_size": 4, "group_size": 4, "max_tokens": 100},
-            }
-        )
-    )
-    sched._backlog.append(10)
-    sched._admit()
+    sched = _one_group_admitted()
     sched._begin_shrink((2, 3))  # nothing runs yet: both ranks are offloaded at once
     current = sched._dev_op[2]
     assert current is not None and sched._dev_op[3] != current
