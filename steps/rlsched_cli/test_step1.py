@@ -43,7 +43,12 @@ def test_help_lists_lazy_commands_without_importing_them() -> None:
     assert proc.returncode == 0, proc.stderr
 
 
-def test_lazy_command_runs_through_the_group() -> None:
+def test_lazy_command_runs_through_the_group_and_its_listed_help_is_its_own() -> None:
+    from rlsched.cli import LAZY_COMMANDS, LazyGroup
+
     result = CliRunner().invoke(cli, ["sim", "--help"])
     assert result.exit_code == 0, result.output
     assert "--sweep" in result.output
+    for name, (_, line) in LAZY_COMMANDS.items():
+        command = LazyGroup.get_command(cli, None, name)
+        assert command.get_short_help_str(limit=200) == line
