@@ -4,7 +4,7 @@ import pytest
 from core_parts import CoreParts
 
 from rlsched.core.commands import Dispatch, LoadPrompts
-from rlsched.core.events import EnvStepDone, PromptsLoaded
+from rlsched.core.events import PromptsLoaded
 
 
 def _parts(cap: int = 2, max_turns: int = 100) -> CoreParts:
@@ -38,32 +38,21 @@ def test_dispatch_fills_least_loaded_ranks_up_to_the_cap() -> None:
     assert parts.in_flight == 4 and parts.router.pick_rank() is None
 
 
-def test_a_session_that_timed_out_in_the_queue_ends_before_any_dispatch() -> None:
-    """Queued trajectories whose idle session reached its deadline end at the first event after
-    it (`expire_queued`, before any decision), flagged; the deadline travels on Dispatch for a
-    trajectory still within it."""
+def test_expired_queued_sessions_end_before_anything_is_dispatched() -> None:
     parts = _parts(cap=1)
     parts.turns.backlog.append(10)
     parts.turns.admit()
-    parts.turns.dispatch_queued()  # tid 0 on rank 0, tid 1 on rank 1
-    for rid, tid, at in ((0, 0, 1.0), (1, 1, 4.0)):
-        parts.ctx.now = at
-        parts.turns.turn_finished(parts.router.release(rid, 5), 5)
-        parts.turns.on_env_step_done(EnvStepDone(at, tid, 0, 2, False))  # deadlines 11 and 14
     expired, fresh = parts.buffer.trajs[0], parts.buffer.trajs[1]
-    assert (expired.env_deadline, fresh.env_deadline) == (11.0, 14.0)
-    parts.ctx.now = 11.0  # the deadline is reached at exactly env_deadline
+    expired.env_deadline, fresh.env_deadline = 5.0, 9.0
+    parts.turns.expiries.extend([(5.0, 0), (9.0, 1)])  # as the turn loop records them
+    parts.ctx.now = 5.0  # the deadline is reached at exactly env_deadline
     parts.ctx.out.clear()
     parts.turns.expire_queued()
     assert expired.state.name == "DONE" and expired.timed_out and expired.rid is None
-    assert fresh.state.name == "QUEUED" and parts.stats.env_session_timeouts == 1
+    assert fresh.state.name == "QUEUED" and parts.turns.expiries == [(9.0, 1)]
     parts.turns.dispatch_queued()
-    dispatches = [c for c in parts.ctx.out if isinstance(c, Dispatch)]
-    assert [(d.tid, d.env_deadline) for d in dispatches] == [(1, 14.0)]
-    assert parts.buffer.completed == 1 and parts.stats.completed == 1
-    parts.ctx.now = 20.0
-    parts.turns.expire_queued()  # tid 1 runs: its session is not expired while queued
-    assert fresh.state.name == "RUNNING" and parts.stats.env_session_timeouts == 1
+    assert [(c.tid, c.env_deadline) for c in parts.ctx.out if isinstance(c, Dispatch)] == [(1, 9.0)]
+    assert parts.stats.env_session_timeouts == 1 and parts.buffer.completed == 1
 
 
 def test_prompts_are_validated_and_exhaustion_is_remembered() -> None:

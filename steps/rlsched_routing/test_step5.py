@@ -4,7 +4,7 @@ import pytest
 from core_parts import CoreParts, release
 
 from rlsched.core.buffer import TrajState
-from rlsched.core.commands import StartEnvStep
+from rlsched.core.commands import Dispatch, StartEnvStep
 from rlsched.core.events import EnvStepDone, EnvStepTimedOut
 
 
@@ -107,3 +107,35 @@ def test_environment_answers_queue_the_next_turn_or_complete() -> None:
     parts.turns.on_env_step_done(EnvStepDone(1.0, 0, 5, 1, True))  # wrong state and turn
     parts.turns.on_env_step_timed_out(EnvStepTimedOut(1.0, 77, 0))
     assert parts.stats.ignored_events == 2
+
+
+def test_a_session_that_timed_out_in_the_queue_ends_before_any_dispatch() -> None:
+    """Queued trajectories whose idle session reached its deadline end at the first event after
+    it (`expire_queued`, before any decision), flagged; the deadline travels on Dispatch for a
+    trajectory still within it."""
+    parts = CoreParts({
+        "devices": {"count": 2, "train": 1},
+        "scheduler": {"train_batch_size": 2, "group_size": 2, "max_tokens": 100, "env_timeout_s": 10,
+                      "max_inflight_per_rank": 1},
+    })
+    parts.turns.backlog.append(10)
+    parts.turns.admit()
+    parts.turns.dispatch_queued()  # tid 0 on rank 0, tid 1 on rank 1
+    for rid, tid, at in ((0, 0, 1.0), (1, 1, 4.0)):
+        parts.ctx.now = at
+        parts.turns.turn_finished(parts.router.release(rid, 5), 5)
+        parts.turns.on_env_step_done(EnvStepDone(at, tid, 0, 2, False))  # deadlines 11 and 14
+    expired, fresh = parts.buffer.trajs[0], parts.buffer.trajs[1]
+    assert (expired.env_deadline, fresh.env_deadline) == (11.0, 14.0)
+    parts.ctx.now = 11.0  # the deadline is reached at exactly env_deadline
+    parts.ctx.out.clear()
+    parts.turns.expire_queued()
+    assert expired.state.name == "DONE" and expired.timed_out and expired.rid is None
+    assert fresh.state.name == "QUEUED" and parts.stats.env_session_timeouts == 1
+    parts.turns.dispatch_queued()
+    dispatches = [c for c in parts.ctx.out if isinstance(c, Dispatch)]
+    assert [(d.tid, d.env_deadline) for d in dispatches] == [(1, 14.0)]
+    assert parts.buffer.completed == 1 and parts.stats.completed == 1
+    parts.ctx.now = 20.0
+    parts.turns.expire_queued()  # tid 1 runs: its session is not expired while queued
+    assert fresh.state.name == "RUNNING" and parts.stats.env_session_timeouts == 1
