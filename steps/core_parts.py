@@ -69,8 +69,9 @@ def release(parts: Any, rid: int, new_tokens: int) -> Request | None:
     transitions decide what the freed slot means (offer it, or offload a drained rank)."""
     req = parts.router.release(rid, new_tokens)
     if req is not None:
-        if parts.transitions is not None:
-            parts.transitions.rank_freed(req.rank)
+        rank_freed = getattr(parts.transitions, "rank_freed", None)  # a later step generates it
+        if rank_freed is not None:
+            rank_freed(req.rank)
         else:
             parts.router.push_rank(req.rank)
     return req
