@@ -47,20 +47,20 @@ def test_started_announces_the_layout_once() -> None:
     sched._on_started(Started(0.0))
     assert sched.ctx.out == [InitialLayout((0, 1), (2, 3))]
     sched._on_started(Started(0.0))
-    assert sched.ctx.out == [InitialLayout((0, 1), (2, 3))] and sched.stats.ignored_events == 1
+    assert sched.ctx.out == [InitialLayout((0, 1), (2, 3))] and sched.ctx.stats.ignored_events == 1
 
 
 def test_finished_and_aborted_requests_free_the_slot_and_move_the_turn() -> None:
     sched = _sched()
     sched._on_request_finished(RequestFinished(1.0, 0, 7))
     assert sched.ctx.out == [StartEnvStep(0, 0, 10.0)]  # clock 0: handlers called directly
-    assert sched.router.load == [0, 1] and sched.stats.finished == 1
+    assert sched.router.load == [0, 1] and sched.ctx.stats.finished == 1
     sched._on_request_aborted(RequestAborted(1.0, 1, 4))
-    assert sched.buffer.trajs[1].state is TrajState.QUEUED and sched.stats.aborted == 1
+    assert sched.buffer.trajs[1].state is TrajState.QUEUED and sched.ctx.stats.aborted == 1
     sched.turns.on_env_step_timed_out(EnvStepTimedOut(11.0, 0, 0))
-    assert sched.buffer.trajs[0].timed_out and sched.stats.env_timeouts == 1
+    assert sched.buffer.trajs[0].timed_out and sched.ctx.stats.env_timeouts == 1
     sched._on_request_finished(RequestFinished(1.0, 42, 1))  # unknown: ignored, counted
-    assert sched.stats.ignored_events == 1
+    assert sched.ctx.stats.ignored_events == 1
 
 
 def _trained_ready() -> Scheduler:
@@ -78,7 +78,7 @@ def _trained_ready() -> Scheduler:
     sched.transitions.begin_shrink((2, 3))
     for device in (2, 3):
         sched.transitions.on_offload_done(OffloadDone(1.0, device, sched.transitions.dev_op[device]))
-    assert sched.shrinking == () and sched.stats.shrinks_committed == 1
+    assert sched.transitions.shrink is None and sched.ctx.stats.shrinks_committed == 1
     sched.trainer.begin((2, 3))
     sched.ctx.out.clear()
     return sched
@@ -89,7 +89,7 @@ def test_training_done_bumps_the_version_expands_and_syncs() -> None:
     with pytest.raises(ValueError, match="VAL_INT_RANGE failed"):
         sched._on_training_done(TrainingDone(2.0, 1, 5))
     sched._on_training_done(TrainingDone(2.0, 1, 1))
-    assert sched.version == 1 and sched.stats.train_steps == 1 and sched.buffer.trained_groups == 1
+    assert sched.ctx.version == 1 and sched.ctx.stats.train_steps == 1 and sched.buffer.trained_groups == 1
     op_id = sched.transitions.dev_op[2]
     assert sched.ctx.out == [Reload(op_id, (2, 3)), SyncWeights(1, (2, 3)), SyncWeights(1, (0, 1))]
 
@@ -99,8 +99,8 @@ def test_lost_training_gpu_fails_the_step_and_keeps_the_batch() -> None:
     sched._on_worker_lost(WorkerLost(2.0, 3))
     assert sched.pool.mode(3) is DeviceMode.LOST and list(sched.buffer.ready) == [0]
     sched._on_training_done(TrainingDone(3.0, 1, 1, ok=True))  # too late: the step failed
-    assert sched.version == 0 and sched.stats.train_steps_failed == 1
-    assert sched.pool.mode(2) is DeviceMode.OFFLOADED and not sched.training
+    assert sched.ctx.version == 0 and sched.ctx.stats.train_steps_failed == 1
+    assert sched.pool.mode(2) is DeviceMode.OFFLOADED and sched.trainer.op is None
 
 
 def test_lost_gpu_mid_shrink_rolls_back_and_requeues() -> None:
@@ -113,8 +113,8 @@ def test_lost_gpu_mid_shrink_rolls_back_and_requeues() -> None:
     sched.turns.dispatch_queued()
     sched.transitions.begin_shrink((2, 3))
     sched._on_worker_lost(WorkerLost(1.0, 3))
-    assert sched.stats.shrinks_rolled_back == 1 and sched.shrinking == ()
+    assert sched.ctx.stats.shrinks_rolled_back == 1 and sched.transitions.shrink is None
     assert sched.pool.mode(2) is DeviceMode.ROLLOUT  # undrained: straight back
     assert sched.buffer.trajs[3].rid is None  # the lost rank's request is queued again
     sched._on_worker_lost(WorkerLost(1.0, 3))
-    assert sched.stats.ignored_events == 1
+    assert sched.ctx.stats.ignored_events == 1
