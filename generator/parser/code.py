@@ -1,0 +1,200 @@
+"""The ```python blocks of Section 5: syntax (DD031), indentation (DD038), the shape of a spec's
+definition (DD032-DD035), preludes (DD037) and the annotations they hold (DD054/DD055).
+
+Each block is parsed once, by libcst (`CodeBlock.tree`); the tree is what expansion and assembly
+use later. Python's own parser is consulted only to word and place an error.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import tokenize
+from functools import cached_property
+
+import libcst as cst
+
+from generator import annotations
+from generator.markdown import Fence
+from generator.models import Annotation, CodeBlock, SpecKind
+from generator.parser._report import Report
+
+
+class _Block:
+    """One fence being checked: its text, document position and (on error paths) its `ast`."""
+
+    def __init__(self, r: Report, fence: Fence) -> None:
+        self.r = r
+        self.fence = fence
+        self.block = CodeBlock(
+            code=fence.code,
+            info=fence.info,
+            loc=r.loc(fence.line + 1, fence.indent + 1),
+        )
+
+    def error(self, code: str, line: int, message: str, col: int = 0) -> None:
+        """A diagnostic at code line `line` (1-based) and code column `col` (0-based)."""
+        self.r.error(code, self.fence.line + line, message, self.fence.indent + col + 1)
+
+    @cached_property
+    def ast(self) -> ast.Module:
+        """Python's tree of the block, for positions (only called once libcst has parsed it)."""
+        return ast.parse(self.fence.code)
+
+    def tree(self) -> cst.Module | None:
+        """The libcst tree, or None after DD031 at the line Python names."""
+        try:
+            return self.block.tree()
+        except cst.ParserSyntaxError as exc:
+            try:
+                ast.parse(self.fence.code)
+            except SyntaxError as syn:
+                count = max(self.fence.code.count("\n"), 1)
+                line = min(max(syn.lineno or 1, 1), count)
+                self.error("DD031", line, f"syntax error: {syn.msg}", (syn.offset or 1) - 1)
+            else:  # libcst rejects what Python accepts: report libcst's view
+                self.error("DD031", exc.raw_line, f"syntax error: {exc.message}", exc.raw_column)
+            return None
+
+    def check_tabs(self) -> None:
+        """DD038 at the first line indented with a tab (generated code is indented with spaces,
+        and a tab mixed into the 4-space class body would change what the code means)."""
+        if "\t" not in self.fence.code:
+            return
+        inside_strings: set[int] = set()
+        try:
+            for tok in tokenize.generate_tokens(io.StringIO(self.fence.code).readline):
+                if tok.type == tokenize.STRING and tok.end[0] > tok.start[0]:
+                    inside_strings.update(range(tok.start[0] + 1, tok.end[0] + 1))
+        except (tokenize.TokenError, SyntaxError):
+            return  # reported as DD031
+        for number, line in enumerate(self.fence.code.split("\n"), start=1):
+            indent = line[: len(line) - len(line.lstrip())]
+            if "\t" in indent and number not in inside_strings:
+                self.error("DD038", number, "indented with a tab: indent with spaces")
+                return
+
+
+def check_spec(
+    r: Report, fence: Fence, kind: SpecKind, name: str
+) -> tuple[CodeBlock, list[Annotation]]:
+    """The spec's code block and its annotations, after DD031-DD035, DD038, DD054/DD055."""
+    b = _Block(r, fence)
+    b.check_tabs()
+    tree = b.tree()
+    if tree is None:
+        return b.block, []
+    wanted = cst.ClassDef if kind is SpecKind.cls else cst.FunctionDef
+    what = "`class` statement" if kind is SpecKind.cls else "`def` or `async def`"
+    if not tree.body or not isinstance(tree.body[0], wanted):
+        line = _stmt_line(b.ast.body[0]) if b.ast.body else 1
+        b.error("DD032", line, f"spec `{name}` must hold exactly one {what}")
+        return b.block, []
+    if len(tree.body) > 1:
+        line = _stmt_line(b.ast.body[1])
+        b.error(
+            "DD032", line, f"spec `{name}` must hold exactly one {what}; found a second statement"
+        )
+    node = tree.body[0]
+    short = name.rsplit(".", 1)[-1]
+    if node.name.value != short:
+        where = b.ast.body[0]
+        b.error(
+            "DD034",
+            where.lineno,
+            f"heading names `{short}` but the code defines `{node.name.value}`",
+            where.col_offset,
+        )
+    if node.get_docstring(clean=False) is None:
+        where = b.ast.body[0]
+        message = f"`{node.name.value}` has no docstring (its first statement must be a string)"
+        b.error("DD033", where.lineno, message, where.col_offset)
+    comments, header_end = annotations.scan(fence.code)
+    if isinstance(node, cst.ClassDef):
+        if _defines(node.body, classes=False):
+            for inner in ast.walk(b.ast.body[0]):
+                if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    message = (
+                        f"class spec `{name}` defines `{inner.name}`; give each method its own spec"
+                    )
+                    b.error("DD035", inner.lineno, message, inner.col_offset)
+        return b.block, _annotations(b, comments, body_after=None)
+    return b.block, _annotations(b, comments, body_after=header_end or 1)
+
+
+def check_prelude(r: Report, fence: Fence) -> CodeBlock:
+    """A module prelude: DD031, DD038, definitions (DD037) and annotations (DD055)."""
+    b = _Block(r, fence)
+    b.check_tabs()
+    tree = b.tree()
+    if tree is None:
+        return b.block
+    if _defines(tree, classes=True):
+        for node in ast.walk(b.ast):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                message = f"module prelude defines `{node.name}`; give it its own spec"
+                b.error("DD037", node.lineno, message, node.col_offset)
+    _annotations(b, annotations.scan(fence.code)[0], body_after=None)
+    return b.block
+
+
+class _Defines(cst.CSTVisitor):
+    def __init__(self, classes: bool) -> None:
+        super().__init__()
+        self.classes = classes
+        self.found = False
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+        self.found = True
+        return False
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+        self.found = self.found or self.classes
+        return not self.found
+
+
+def _defines(node: cst.CSTNode, classes: bool) -> bool:
+    """True when `node` contains a function definition (or a class one, with `classes`)."""
+    visitor = _Defines(classes)
+    node.visit(visitor)
+    return visitor.found
+
+
+def _stmt_line(node: ast.stmt) -> int:
+    """First code line of a statement, counting its decorators."""
+    decorators = getattr(node, "decorator_list", None)
+    return min([node.lineno] + [d.lineno for d in decorators or []])
+
+
+def _annotations(
+    b: _Block, comments: list[annotations.Comment], body_after: int | None
+) -> list[Annotation]:
+    """Annotation comments of a parsed block; only lines after `body_after` may hold them.
+
+    `body_after` is the code line ending the function header, or None where no annotation is
+    allowed (class specs, preludes): those are DD055. Malformed ones are DD054.
+    """
+    found: list[Annotation] = []
+    for comment in comments:
+        kind = annotations.starts_like_annotation(comment.text)
+        if kind is None:
+            continue
+        parsed = annotations.parse(comment.text)
+        if not comment.own_line:
+            b.error(
+                "DD055",
+                comment.line,
+                "an annotation must be a comment on its own line; after code it would be "
+                "dropped (move it above the statement it guards)",
+                comment.col,
+            )
+        elif parsed is None:
+            message = f"malformed annotation: write `# {kind}: PATTERN_ID(args)` on one line"
+            b.error("DD054", comment.line, message, comment.col)
+        elif body_after is None or comment.line <= body_after:
+            message = f"annotation `{parsed[1]}` is outside a function body"
+            b.error("DD055", comment.line, message, comment.col)
+        else:
+            loc = b.r.loc(b.fence.line + comment.line, b.fence.indent + comment.col + 1)
+            found.append(Annotation(kind=parsed[0], pattern=parsed[1], args=parsed[2], loc=loc))  # type: ignore[arg-type]
+    return found
