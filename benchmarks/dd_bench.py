@@ -37,9 +37,13 @@ def median_seconds(fn: Callable[[], object], runs: int) -> float:
 
 def cold(*args: str) -> Callable[[], object]:
     def run() -> None:
-        proc = subprocess.run([sys.executable, "-m", "generator", *args], cwd=REPO, capture_output=True, check=False)
+        proc = subprocess.run(
+            [sys.executable, "-m", "generator", *args], cwd=REPO, capture_output=True, check=False
+        )
         if proc.returncode != 0:
-            raise SystemExit(f"dd {' '.join(args)} failed:\n{proc.stdout.decode()}{proc.stderr.decode()}")
+            raise SystemExit(
+                f"dd {' '.join(args)} failed:\n{proc.stdout.decode()}{proc.stderr.decode()}"
+            )
 
     return run
 
@@ -69,8 +73,10 @@ def main() -> None:
         ("dd check (warm, in-process)", median_seconds(warm_check, runs)),
         ("dd expand --check (warm, in-process)", median_seconds(warm_expand_check, runs)),
     ]
-    print(f"{docs} documents, {specs} specs, {lines} lines; median of {runs} runs; "
-          f"Python {platform.python_version()} on {platform.machine()} ({platform.processor() or 'cpu'})")
+    print(
+        f"{docs} documents, {specs} specs, {lines} lines; median of {runs} runs; "
+        f"Python {platform.python_version()} on {platform.machine()} ({platform.processor() or 'cpu'})"
+    )
     print("| command | median |")
     print("|---|---|")
     for name, seconds in rows:

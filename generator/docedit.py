@@ -19,7 +19,7 @@ class EditError(ValueError):
 
 
 def _split_nl(text: str) -> list[str]:
-    """Split on `\\n` only, keeping the terminators (a `\\r` stays part of its line)."""
+    r"""Split on `\n` only, keeping the terminators (a `\r` stays part of its line)."""
     parts = text.split("\n")
     out = [p + "\n" for p in parts[:-1]]
     if parts[-1]:
@@ -28,7 +28,7 @@ def _split_nl(text: str) -> list[str]:
 
 
 def _newline(text: str) -> str:
-    """The document's line terminator (`\\r\\n` when its first line uses it)."""
+    r"""The document's line terminator (`\r\n` when its first line uses it)."""
     first = text.find("\n")
     return "\r\n" if first > 0 and text[first - 1] == "\r" else "\n"
 

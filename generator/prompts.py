@@ -29,7 +29,7 @@ SHIPPED_DIR = Path(__file__).resolve().parent / "prompts"
 
 @dataclass(frozen=True)
 class Heading:
-    """A Markdown ATX heading of the document, with the line span it governs (1-based, inclusive)."""
+    """A Markdown heading of the document, with the line span it governs (1-based, inclusive)."""
 
     level: int
     number: str  # leading section number without a trailing dot ("5.1.2"), or ""

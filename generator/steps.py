@@ -301,7 +301,8 @@ def _preflight(project: Project, doc: Document, step: Step, commit: bool) -> Pat
     if outside:
         listed = "\n  ".join(outside[:20])
         raise StepError(
-            f"the working tree has changes outside Step {step.number}'s files; commit or stash them first:\n  {listed}"
+            f"the working tree has changes outside Step {step.number}'s files; commit or stash "
+            f"them first:\n  {listed}"
         )
     return git_root
 
@@ -403,8 +404,10 @@ def status_data(project: Project) -> dict[str, object]:
                 "depends_on": list(s.depends_on),
                 "methods": list(s.methods),
                 "verify": list(s.verify),
-                # a step reset after a redesign keeps its old commits in history: show only DONE ones
-                "commit": commits.get(gitutil.step_key(doc.path, s.number)) if s.status is StepStatus.done else None,
+                # a step reset after a redesign keeps its old commits: show DONE ones only
+                "commit": commits.get(gitutil.step_key(doc.path, s.number))
+                if s.status is StepStatus.done
+                else None,
             }
             for s in doc.steps
         ]
