@@ -31,12 +31,16 @@ def make_project(root: Path, docs: dict[str, str]) -> Path:
     return root
 
 
+CACHE = ".dd_cache"  # dd's cache of results by content hash: scratch, not project content
+
+
 def snapshot(root: Path) -> dict[str, bytes]:
-    """Every file under `root` with its bytes (to prove that nothing was written)."""
+    """Every file under `root` with its bytes (to prove that nothing was written); dd's cache
+    and Python's bytecode caches are not the project's files."""
     return {
         p.relative_to(root).as_posix(): p.read_bytes()
         for p in sorted(root.rglob("*"))
-        if p.is_file() and "__pycache__" not in p.parts
+        if p.is_file() and "__pycache__" not in p.parts and CACHE not in p.parts
     }
 
 
