@@ -180,17 +180,19 @@ def new(name: str, title: str | None, package: str | None) -> None:
 
 
 def _default_package(root: Path, name: str) -> str:
-    """The package of a project's first document: its `[project] name` as a Python name (what
+    """The package of a project's first document: the one its `[project] name` stands for (what
     `dd init` configures the build to install), else the document's NAME."""
     import tomllib
 
+    from generator.steps import package_name
+
     try:
-        project_name = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+        data = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
     except (OSError, tomllib.TOMLDecodeError):
-        project_name = {}
-    named = project_name.get("project", {}).get("name") if isinstance(project_name, dict) else None
-    chosen = named if isinstance(named, str) and named.strip() else name
-    return re.sub(r"\W", "_", chosen.strip().replace("-", "_")).lower()
+        data = {}
+    project = data.get("project")
+    named = project.get("name") if isinstance(project, dict) else None
+    return package_name(named if isinstance(named, str) and named.strip() else name)
 
 
 @cli.command()

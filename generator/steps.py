@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import re
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -417,7 +418,9 @@ def status_data(project: Project) -> dict[str, object]:
 
 # --------------------------------------------------------------------------- init
 
-_GITIGNORE = "__pycache__/\n*.pyc\n.pytest_cache/\n.ruff_cache/\n.venv/\n*.dd-tmp\n"
+_GITIGNORE = (
+    "__pycache__/\n*.pyc\n*.egg-info/\n.pytest_cache/\n.ruff_cache/\n.venv/\n*.dd-tmp\n.dd_cache/\n"
+)
 
 
 def template_text() -> str:
@@ -429,14 +432,28 @@ def template_text() -> str:
     raise StepError("design template not found in the dd installation")
 
 
+def package_name(project_name: str) -> str:
+    """The Python package a project named `project_name` generates (`my-tool` -> `my_tool`)."""
+    name = re.sub(r"\W", "_", project_name.strip().replace("-", "_")).lower()
+    return name if name.isidentifier() else f"pkg_{name}"
+
+
 def _pyproject(name: str) -> str:
-    return f"""[project]
+    return f"""[build-system]
+requires = ["hatchling>=1.25"]
+build-backend = "hatchling.build"
+
+[project]
 name = "{name}"
 version = "0.1.0"
 requires-python = ">=3.11"
 
+[tool.hatch.build.targets.wheel]
+# The package dd generates (the documents' `package:`); `pip install -e .` installs it.
+packages = ["{package_name(name)}"]
+
 [tool.dd]
-# Where design documents live (directories are searched for *.md files that open with front matter).
+# Where design documents live (every file there is a document, unless excluded).
 docs = ["design"]
 exclude = ["design/template.md"]
 # Project pattern directories (the built-in library is always loaded).
@@ -447,6 +464,8 @@ output = "."
 steps = "steps"
 # Prompt templates (<NAME>.j2) that override or extend the shipped ones.
 prompts = "prompts"
+# Generated code is formatted by ruff to this line length.
+line-length = 100
 """
 
 
