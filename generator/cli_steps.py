@@ -99,13 +99,16 @@ def plan(doc: str | None) -> None:
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def status(as_json: bool) -> None:
-    """Every document's steps with status, dependencies and commit."""
+    """Every document's steps with status, dependencies and commit; exit 1 when a file under
+    `docs` is not a document dd can read (it is listed, never dropped silently)."""
     project = _load()
     with _refusals():
         data = st.status_data(project)
+    unread = project.unread()
     if as_json:
+        data["unread"] = [d.model_dump(mode="json") for d in unread]
         click.echo(json.dumps(data, indent=2))
-        return
+        sys.exit(1 if unread else 0)
     from rich.console import Console
     from rich.table import Table
 
@@ -123,6 +126,8 @@ def status(as_json: bool) -> None:
         if not d["steps"]:
             table.add_row("-", "no plan: run `dd plan`", "", "", "", "")
         console.print(table)
+    if unread:
+        _fail("these files under `docs` are not documents dd can read (see `dd check`)", unread)
 
 
 @click.command("next")

@@ -167,6 +167,14 @@ class Project:
     def errors(self) -> list[Diagnostic]:
         return [d for d in self.check() if d.severity == "error"]
 
+    def unread(self) -> list[Diagnostic]:
+        """The errors that kept files under `docs` from loading as documents (DD001/DD002)."""
+        return [
+            d
+            for d in self._parse_diagnostics
+            if d.loc.path in self._unreadable and d.code in ("DD001", "DD002", "DD039")
+        ]
+
     @cached_property
     def _diagnostics(self) -> tuple[Diagnostic, ...]:
         diags = list(self._parse_diagnostics)

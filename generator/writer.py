@@ -212,6 +212,7 @@ def apply(root: Path, changes: list[Change]) -> None:
         for change, target, tmp in staged:
             if tmp is None:
                 target.unlink(missing_ok=True)
+                _remove_empty_parents(target.parent, root)
             else:
                 os.replace(tmp, target)
             done.append((change, target))
@@ -225,3 +226,14 @@ def apply(root: Path, changes: list[Change]) -> None:
             else:
                 atomic_write(target, change.old)
         raise
+
+
+def _remove_empty_parents(directory: Path, root: Path) -> None:
+    """Remove `directory` and its parents up to `root` (excluded) while they are empty."""
+    root = root.resolve()
+    while directory.resolve() != root and directory.resolve().is_relative_to(root):
+        try:
+            directory.rmdir()
+        except OSError:  # not empty (or not ours to remove)
+            return
+        directory = directory.parent

@@ -41,11 +41,14 @@ class _Block:
         """Python's tree of the block, for positions (only called once libcst has parsed it)."""
         return ast.parse(self.fence.code)
 
-    def tree(self) -> cst.Module | None:
-        """The libcst tree, or None after DD031 at the line Python names."""
+    def tree(self, quiet: bool = False) -> cst.Module | None:
+        """The libcst tree, or None after DD031 at the line Python names (nothing reported when
+        `quiet`: a tab already explains it)."""
         try:
             return self.block.tree()
         except cst.ParserSyntaxError as exc:
+            if quiet:
+                return None
             try:
                 ast.parse(self.fence.code)
             except SyntaxError as syn:
@@ -56,23 +59,24 @@ class _Block:
                 self.error("DD031", exc.raw_line, f"syntax error: {exc.message}", exc.raw_column)
             return None
 
-    def check_tabs(self) -> None:
+    def check_tabs(self) -> bool:
         """DD038 at the first line indented with a tab (generated code is indented with spaces,
         and a tab mixed into the 4-space class body would change what the code means)."""
         if "\t" not in self.fence.code:
-            return
+            return False
         inside_strings: set[int] = set()
         try:
             for tok in tokenize.generate_tokens(io.StringIO(self.fence.code).readline):
                 if tok.type == tokenize.STRING and tok.end[0] > tok.start[0]:
                     inside_strings.update(range(tok.start[0] + 1, tok.end[0] + 1))
         except (tokenize.TokenError, SyntaxError):
-            return  # reported as DD031
+            pass  # mixed indentation: every line counts
         for number, line in enumerate(self.fence.code.split("\n"), start=1):
             indent = line[: len(line) - len(line.lstrip())]
             if "\t" in indent and number not in inside_strings:
                 self.error("DD038", number, "indented with a tab: indent with spaces")
-                return
+                return True
+        return False
 
 
 def check_spec(
@@ -80,8 +84,7 @@ def check_spec(
 ) -> tuple[CodeBlock, list[Annotation]]:
     """The spec's code block and its annotations, after DD031-DD035, DD038, DD054/DD055."""
     b = _Block(r, fence)
-    b.check_tabs()
-    tree = b.tree()
+    tree = b.tree(quiet=b.check_tabs())
     if tree is None:
         return b.block, []
     wanted = cst.ClassDef if kind is SpecKind.cls else cst.FunctionDef
@@ -125,8 +128,7 @@ def check_spec(
 def check_prelude(r: Report, fence: Fence) -> CodeBlock:
     """A module prelude: DD031, DD038, definitions (DD037) and annotations (DD055)."""
     b = _Block(r, fence)
-    b.check_tabs()
-    tree = b.tree()
+    tree = b.tree(quiet=b.check_tabs())
     if tree is None:
         return b.block
     if _defines(tree, classes=True):
