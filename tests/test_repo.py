@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+import subprocess
+import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
@@ -38,3 +40,29 @@ def test_format_md_documents_every_code_dd_reports() -> None:
     reported = set(re.findall(r"[\"'](DD\d{3})[\"']", source))
     assert sorted(table) == sorted(reported)
     assert all(meaning.strip() for meaning in table.values())
+
+
+def ruff(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "ruff", *args, "--no-cache"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_generated_code_passes_the_projects_ruff_rules() -> None:
+    """rlsched/ (all of it generated) and dd itself are formatted and lint-clean under the rule
+    set of pyproject.toml (line length, pyflakes, isort, docstring layout)."""
+    for args in (("format", "--check", "rlsched", "generator"), ("check", "rlsched", "generator")):
+        proc = ruff(*args)
+        assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+def test_the_rule_set_catches_a_misindented_docstring(tmp_path: Path) -> None:
+    """The rules CI runs would catch the defect dd used to generate (D207)."""
+    bad = tmp_path / "m.py"
+    bad.write_text('class A:\n    def f(self):\n        """Summary.\n\n    Detail."""\n')
+    proc = ruff("check", "--config", str(REPO / "pyproject.toml"), str(bad))
+    assert proc.returncode == 1 and "D207" in proc.stdout

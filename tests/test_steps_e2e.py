@@ -330,3 +330,38 @@ def test_done_commits_every_module_the_document_edit_changed(project: Path, dd: 
     assert git(project, "status", "--porcelain") == ""
     assert (project / "demo/extra.py").read_text().splitlines()[1].startswith("# GPU pool")
     assert " 0.2.0: edit the design document" in (project / "demo/extra.py").read_text()
+
+
+def test_init_project_installs_with_pip_and_imports(tmp_path: Path, dd: Callable[..., Result]) -> None:
+    """The quick start ends with `pip install -e .` and an import: `dd init` writes a build
+    system that installs the generated package (no PYTHONPATH)."""
+    import site
+
+    root = tmp_path / "widgets"
+    root.mkdir()
+    assert dd(root, "init").exit_code == 0
+    assert dd(root, "new", "counter").exit_code == 0  # the package is the project's: widgets
+    assert "package: widgets" in (root / "design/counter.md").read_text()
+    assert dd(root, "check").exit_code == 0
+    assert dd(root, "expand").exit_code == 0
+    env_dir = tmp_path / "env"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(env_dir)], check=True)
+    python = env_dir / "bin" / "python"
+    purelib = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True, capture_output=True, text=True,
+    ).stdout.strip()
+    # the new environment sees this one's packages (hatchling, dd's dependencies) through a .pth
+    Path(purelib, "outer.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps",
+         "--no-build-isolation", "-e", str(root)],
+        check=True,
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    probe = "import widgets.counter as m; r = m.Registry(2); r.add('a'); print(m.__file__)"
+    proc = subprocess.run(
+        [python, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == str(root / "widgets" / "counter.py")
