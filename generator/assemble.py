@@ -46,12 +46,6 @@ def assemble_module(
     return header + "\n\n\n".join(parts).strip("\n") + "\n"
 
 
-def package_marker(header: str) -> str:
-    """Content of an `__init__.py` that dd creates for a package directory without a module
-    spec: the header alone."""
-    return header
-
-
 def _node(definition: Definition, blank_lines: int) -> cst.BaseCompoundStatement:
     """The definition with its marker, and its methods (one blank line apart) for a class."""
     node = _single_definition(definition.code)

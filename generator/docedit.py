@@ -90,11 +90,6 @@ def set_step_fields(text: str, step: Step, updates: dict[str, str]) -> str:
     return "".join(lines)
 
 
-def set_step_field(text: str, step: Step, key: str, value: str) -> str:
-    """Set one field of `step`; see `set_step_fields`."""
-    return set_step_fields(text, step, {key: value})
-
-
 def _section_bounds(doc: Document, number: int) -> tuple[int, int]:
     """(heading line, last line) of section `number`, 1-based inclusive; EditError if absent."""
     section = doc.section(number)

@@ -234,19 +234,6 @@ def expand_tree(
     return expanded, uses_reprlib
 
 
-def expand_code(
-    code: str,
-    first_line: int,
-    annotations: list[Annotation],
-    lib: PatternLibrary,
-    symbol: str,
-) -> str:
-    """`expand_tree` on source text: `code` with every annotation expanded (see there)."""
-    if not annotations:
-        return code
-    return expand_tree(cst.parse_module(code), code, first_line, annotations, lib, symbol)[0].code
-
-
 def _dd055(ann: Annotation, message: str) -> Diagnostic:
     return Diagnostic(loc=ann.loc, code="DD055", message=f"{ann.pattern}: {message}")
 

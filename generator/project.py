@@ -19,6 +19,7 @@ from generator import gitutil, markers, writer
 from generator.cache import Cache, digest, environment, files_digest
 from generator.config import Config, builtin_pattern_dir, load_config
 from generator.models import (
+    CodeBlock,
     DDError,
     Diagnostic,
     Document,
@@ -450,6 +451,8 @@ class Project:
 
         key = (spec.loc.path, spec.loc.line)
         if key not in self._expanded:
+            assert spec.code is not None, "the parser reported a spec without code"
+            _tree(spec.code)
             self._expanded[key] = expand_spec(spec, self.library)
         return self._expanded[key]
 
@@ -531,7 +534,7 @@ class Project:
         ]
         title = f"{doc.front.title} {doc.front.version}"
         header = markers.header(doc.path, title, self.config.line_length)
-        prelude = [block.tree() for block in module.prelude]
+        prelude = [_tree(block) for block in module.prelude]
         return assemble_module(header, prelude, definitions, ["reprlib"] if uses_reprlib else [])
 
     def _out(self, module_path: str) -> str:
@@ -629,6 +632,18 @@ def _formatting_key() -> str:
     from generator.formatting import environment_key
 
     return environment_key()
+
+
+def _tree(block: CodeBlock) -> cst.Module:
+    """The block's libcst tree; DD031 where libcst cannot read what Python's parser accepted."""
+    import libcst
+
+    try:
+        return block.tree()
+    except libcst.ParserSyntaxError as exc:
+        loc = block.loc.model_copy(update={"line": block.loc.line + exc.raw_line - 1})
+        message = f"syntax error (libcst): {exc.message}"
+        raise DDError([Diagnostic(loc=loc, code="DD031", message=message)]) from None
 
 
 def _first_line(path: Path) -> str:

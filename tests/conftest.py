@@ -73,3 +73,15 @@ def template_doc() -> Callable[[str], str]:
 
 
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+
+
+def expand_code(code: str, first_line: int, annotations: list, lib, symbol: str) -> str:
+    """`generator.expand.expand_tree` on source text: `code` with its annotations expanded."""
+    import libcst
+
+    from generator.expand import expand_tree
+
+    if not annotations:
+        return code
+    tree = libcst.parse_module(code)
+    return expand_tree(tree, code, first_line, annotations, lib, symbol)[0].code

@@ -12,9 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from generator.annotations import comment_lines as annotation_comment_lines
-from generator.expand import expand_code, expand_spec
+from generator.expand import expand_spec
 from generator.models import Annotation, CodeBlock, DDError, Loc, Spec, SpecKind
 from generator.patterns import PatternLibrary, render_annotation
+from tests.conftest import expand_code
 
 LIB = PatternLibrary.load([])
 DOC = "design/t.md"

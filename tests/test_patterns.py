@@ -22,7 +22,6 @@ from typing import Any
 
 import pytest
 
-from generator.expand import expand_code
 from generator.formatting import format_sources
 from generator.models import Annotation, DDError, Loc
 from generator.patterns import (
@@ -33,6 +32,7 @@ from generator.patterns import (
     condition_names,
     render_annotation,
 )
+from tests.conftest import expand_code
 
 REPO = Path(__file__).resolve().parent.parent
 GOLDEN_DIR = Path(__file__).parent / "golden" / "patterns"

@@ -1,8 +1,9 @@
 """The ```python blocks of Section 5: syntax (DD031), indentation (DD038), the shape of a spec's
 definition (DD032-DD035), preludes (DD037) and the annotations they hold (DD054/DD055).
 
-Each block is parsed once, by libcst (`CodeBlock.tree`); the tree is what expansion and assembly
-use later. Python's own parser is consulted only to word and place an error.
+The checks read Python's own tree of a block (Python decides what valid code is, and its parser
+is fast). The libcst tree that expansion and assembly work on is made once, on first use
+(`CodeBlock.tree`), and shared by both: a spec's code is never re-parsed from generated text.
 """
 
 from __future__ import annotations
@@ -10,9 +11,6 @@ from __future__ import annotations
 import ast
 import io
 import tokenize
-from functools import cached_property
-
-import libcst as cst
 
 from generator import annotations
 from generator.markdown import Fence
@@ -21,7 +19,7 @@ from generator.parser._report import Report
 
 
 class _Block:
-    """One fence being checked: its text, document position and (on error paths) its `ast`."""
+    """One fence being checked: its text, document position and Python's tree of it."""
 
     def __init__(self, r: Report, fence: Fence) -> None:
         self.r = r
@@ -36,28 +34,19 @@ class _Block:
         """A diagnostic at code line `line` (1-based) and code column `col` (0-based)."""
         self.r.error(code, self.fence.line + line, message, self.fence.indent + col + 1)
 
-    @cached_property
-    def ast(self) -> ast.Module:
-        """Python's tree of the block, for positions (only called once libcst has parsed it)."""
-        return ast.parse(self.fence.code)
-
-    def tree(self, quiet: bool = False) -> cst.Module | None:
-        """The libcst tree, or None after DD031 at the line Python names (nothing reported when
-        `quiet`: a tab already explains it)."""
+    def parse(self, quiet: bool = False) -> ast.Module | None:
+        """Python's tree of the block, or None after DD031 at the line Python names (nothing
+        reported when `quiet`: a tab already explains it)."""
         try:
-            return self.block.tree()
-        except cst.ParserSyntaxError as exc:
-            if quiet:
-                return None
-            try:
-                ast.parse(self.fence.code)
-            except SyntaxError as syn:
+            return ast.parse(self.fence.code)
+        except SyntaxError as exc:
+            if not quiet:
                 count = max(self.fence.code.count("\n"), 1)
-                line = min(max(syn.lineno or 1, 1), count)
-                self.error("DD031", line, f"syntax error: {syn.msg}", (syn.offset or 1) - 1)
-            else:  # libcst rejects what Python accepts: report libcst's view
-                self.error("DD031", exc.raw_line, f"syntax error: {exc.message}", exc.raw_column)
-            return None
+                line = min(max(exc.lineno or 1, 1), count)
+                self.error("DD031", line, f"syntax error: {exc.msg}", (exc.offset or 1) - 1)
+        except ValueError as exc:  # a NUL byte: the document is rejected before it gets here
+            self.error("DD031", 1, f"syntax error: {exc}")
+        return None
 
     def check_tabs(self) -> bool:
         """DD038 at the first line indented with a tab (generated code is indented with spaces,
@@ -84,82 +73,49 @@ def check_spec(
 ) -> tuple[CodeBlock, list[Annotation]]:
     """The spec's code block and its annotations, after DD031-DD035, DD038, DD054/DD055."""
     b = _Block(r, fence)
-    tree = b.tree(quiet=b.check_tabs())
+    tree = b.parse(quiet=b.check_tabs())
     if tree is None:
         return b.block, []
-    wanted = cst.ClassDef if kind is SpecKind.cls else cst.FunctionDef
+    wanted = (ast.ClassDef,) if kind is SpecKind.cls else (ast.FunctionDef, ast.AsyncFunctionDef)
     what = "`class` statement" if kind is SpecKind.cls else "`def` or `async def`"
     if not tree.body or not isinstance(tree.body[0], wanted):
-        line = _stmt_line(b.ast.body[0]) if b.ast.body else 1
+        line = _stmt_line(tree.body[0]) if tree.body else 1
         b.error("DD032", line, f"spec `{name}` must hold exactly one {what}")
         return b.block, []
     if len(tree.body) > 1:
-        line = _stmt_line(b.ast.body[1])
-        b.error(
-            "DD032", line, f"spec `{name}` must hold exactly one {what}; found a second statement"
-        )
+        message = f"spec `{name}` must hold exactly one {what}; found a second statement"
+        b.error("DD032", _stmt_line(tree.body[1]), message)
     node = tree.body[0]
+    assert isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
     short = name.rsplit(".", 1)[-1]
-    if node.name.value != short:
-        where = b.ast.body[0]
-        b.error(
-            "DD034",
-            where.lineno,
-            f"heading names `{short}` but the code defines `{node.name.value}`",
-            where.col_offset,
-        )
-    if node.get_docstring(clean=False) is None:
-        where = b.ast.body[0]
-        message = f"`{node.name.value}` has no docstring (its first statement must be a string)"
-        b.error("DD033", where.lineno, message, where.col_offset)
+    if node.name != short:
+        message = f"heading names `{short}` but the code defines `{node.name}`"
+        b.error("DD034", node.lineno, message, node.col_offset)
+    if ast.get_docstring(node, clean=False) is None:
+        message = f"`{node.name}` has no docstring (its first statement must be a string)"
+        b.error("DD033", node.lineno, message, node.col_offset)
     comments, header_end = annotations.scan(fence.code)
-    if isinstance(node, cst.ClassDef):
-        if _defines(node.body, classes=False):
-            for inner in ast.walk(b.ast.body[0]):
-                if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    message = (
-                        f"class spec `{name}` defines `{inner.name}`; give each method its own spec"
-                    )
-                    b.error("DD035", inner.lineno, message, inner.col_offset)
+    if isinstance(node, ast.ClassDef):
+        for inner in ast.walk(node):
+            if isinstance(inner, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                message = f"class spec `{name}` defines `{inner.name}`; give each method its spec"
+                b.error("DD035", inner.lineno, message, inner.col_offset)
         return b.block, _annotations(b, comments, body_after=None)
-    return b.block, _annotations(b, comments, body_after=header_end or 1)
+    return b.block, _annotations(b, comments, body_after=header_end or node.lineno)
 
 
 def check_prelude(r: Report, fence: Fence) -> CodeBlock:
     """A module prelude: DD031, DD038, definitions (DD037) and annotations (DD055)."""
     b = _Block(r, fence)
-    tree = b.tree(quiet=b.check_tabs())
+    tree = b.parse(quiet=b.check_tabs())
     if tree is None:
         return b.block
-    if _defines(tree, classes=True):
-        for node in ast.walk(b.ast):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                message = f"module prelude defines `{node.name}`; give it its own spec"
-                b.error("DD037", node.lineno, message, node.col_offset)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            message = f"module prelude defines `{node.name}`; give it its own spec"
+            b.error("DD037", node.lineno, message, node.col_offset)
     _annotations(b, annotations.scan(fence.code)[0], body_after=None)
     return b.block
-
-
-class _Defines(cst.CSTVisitor):
-    def __init__(self, classes: bool) -> None:
-        super().__init__()
-        self.classes = classes
-        self.found = False
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
-        self.found = True
-        return False
-
-    def visit_ClassDef(self, node: cst.ClassDef) -> bool:
-        self.found = self.found or self.classes
-        return not self.found
-
-
-def _defines(node: cst.CSTNode, classes: bool) -> bool:
-    """True when `node` contains a function definition (or a class one, with `classes`)."""
-    visitor = _Defines(classes)
-    node.visit(visitor)
-    return visitor.found
 
 
 def _stmt_line(node: ast.stmt) -> int:
