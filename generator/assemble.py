@@ -1,8 +1,9 @@
 """Assemble a module's source from its parts, as libcst trees: the prelude blocks and the
 expanded definitions (each with its `# dd-source:` marker, methods inside their class).
 
-`assemble_module` is pure: it takes the trees as data and returns source text that still carries
-the placeholder hash; `generator.generate` formats it and fills in the hash.
+`assemble_module` is pure: it takes the trees as data and returns source text whose header (from
+`generator.markers`, as the writer reads it) still carries the placeholder hash; the project
+formats the text and then fills in the hash.
 """
 
 from __future__ import annotations
@@ -12,24 +13,36 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from generator import markers
+
 
 @dataclass
 class Definition:
-    """One emitted spec: its definition (the spec's expanded code block), its `# dd-source:`
-    marker and, for a class, the definitions of its emitted methods in document order."""
+    """One emitted spec: its definition (the spec's expanded code block), where it comes from
+    (for its `# dd-source:` marker) and, for a class, its emitted methods in document order."""
 
     code: cst.Module
-    marker: str
+    document: str
+    line: int  # the spec heading's line in `document`
+    number: str  # the heading's section number
+    name: str  # `Class`, `Class.method` or `function`
     methods: list[Definition] = field(default_factory=list)
+
+    @property
+    def marker(self) -> str:
+        return markers.source_marker(self.document, self.line, self.number, self.name)
 
 
 def assemble_module(
-    header: str,
+    document: str,
+    title: str,
     prelude: Sequence[cst.Module],
     definitions: Sequence[Definition],
     imports: Sequence[str] = (),
+    width: int = 100,
 ) -> str:
-    """The module's source: `header`, the prelude blocks in order, then `definitions`.
+    """The module's source: the header naming `document` and `title` (wrapped to `width`), the
+    prelude blocks in order, then `definitions`.
 
     `imports` are modules the generated checks need (`reprlib`); each is imported in the
     prelude unless it already is (the import block is sorted by the formatter).
@@ -43,6 +56,7 @@ def assemble_module(
     for definition in definitions:
         node = _node(definition, blank_lines=0)
         parts.append(cst.Module(body=[node]).code.strip("\n"))
+    header = markers.header(document, title, width)
     return header + "\n\n\n".join(parts).strip("\n") + "\n"
 
 

@@ -100,11 +100,12 @@ def plan(doc: str | None) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def status(as_json: bool) -> None:
     """Every document's steps with status, dependencies and commit; exit 1 when a file under
-    `docs` is not a document dd can read (it is listed, never dropped silently)."""
+    `docs` is not a document dd can read, or a generated file has lost its source (both are
+    listed, never dropped silently)."""
     project = _load()
     with _refusals():
         data = st.status_data(project)
-    unread = project.unread()
+    unread = project.unread() + project.orphans()
     if as_json:
         data["unread"] = [d.model_dump(mode="json") for d in unread]
         click.echo(json.dumps(data, indent=2))
@@ -127,7 +128,7 @@ def status(as_json: bool) -> None:
             table.add_row("-", "no plan: run `dd plan`", "", "", "", "")
         console.print(table)
     if unread:
-        _fail("these files under `docs` are not documents dd can read (see `dd check`)", unread)
+        _fail("files that dd cannot account for (see `dd check`)", unread)
 
 
 @click.command("next")

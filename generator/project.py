@@ -520,8 +520,7 @@ class Project:
                 continue
             tree, needs = self._expand_spec(spec)
             uses_reprlib = uses_reprlib or needs
-            marker = markers.source_marker(doc.path, spec.loc.line, spec.number, spec.name)
-            definition = Definition(tree, marker)
+            definition = Definition(tree, doc.path, spec.loc.line, spec.number, spec.name)
             if spec.kind is SpecKind.cls:
                 classes[spec.name] = (spec, definition)
                 top.append((spec, definition))
@@ -533,9 +532,10 @@ class Project:
             d for s, d in top if s.kind is not SpecKind.cls or self.emitted(doc, s) or d.methods
         ]
         title = f"{doc.front.title} {doc.front.version}"
-        header = markers.header(doc.path, title, self.config.line_length)
         prelude = [_tree(block) for block in module.prelude]
-        return assemble_module(header, prelude, definitions, ["reprlib"] if uses_reprlib else [])
+        imports = ["reprlib"] if uses_reprlib else []
+        width = self.config.line_length
+        return assemble_module(doc.path, title, prelude, definitions, imports, width)
 
     def _out(self, module_path: str) -> str:
         """The project-relative path (absolute when the output root lies outside the project) of

@@ -107,6 +107,8 @@ def test_deleted_document_keeps_its_module_and_reports_it(repo: Path, dd: Dd) ->
     assert "its design document design/beta.md is gone" in checked.output
     drift = dd(repo, "expand", "--check")
     assert drift.exit_code == 1 and "would delete beta/registry.py" in drift.output
+    status = dd(repo, "status")
+    assert status.exit_code == 1 and "beta/registry.py:1:1: error[DD102]" in status.output
     expanded = dd(repo, "expand")
     assert expanded.exit_code == 1 and "--prune" in expanded.output
     assert snapshot(repo) == before  # the committed module of the DONE step is still there
