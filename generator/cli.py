@@ -11,31 +11,32 @@ import textwrap
 from pathlib import Path
 
 import click
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
+from generator import markers, writer
 from generator.config import load_config
 from generator.models import Annotation, DDError, Diagnostic, Loc
-from generator.patterns import render_annotation
 from generator.project import Project
 from generator.steps import StepError, template_text
 
-out = Console(highlight=False, soft_wrap=True)
-err = Console(stderr=True, highlight=False, soft_wrap=True)
+
+def note(message: str) -> None:
+    """A summary line for people, on stderr (stdout carries the results)."""
+    click.echo(message, err=True)
 
 
 def print_diagnostics(diags: list[Diagnostic], fmt: str = "text") -> None:
     """Compiler-style lines (`path:line:col: error[CODE]: message`) or a JSON document."""
     if fmt == "json":
-        click.echo(json.dumps({"diagnostics": [d.model_dump(mode="json") for d in diags]}, indent=2))
+        click.echo(
+            json.dumps({"diagnostics": [d.model_dump(mode="json") for d in diags]}, indent=2)
+        )
         return
     for diag in diags:
         click.echo(diag.render())
     errors = sum(d.severity == "error" for d in diags)
     warnings = len(diags) - errors
     if diags:
-        err.print(f"{errors} error(s), {warnings} warning(s)")
+        note(f"{errors} error(s), {warnings} warning(s)")
 
 
 def load_project(docs: tuple[str, ...] = ()) -> Project:
@@ -59,7 +60,9 @@ def cli() -> None:
 
 @cli.command()
 @click.argument("docs", nargs=-1, type=click.Path(dir_okay=False))
-@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option(
+    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+)
 def check(docs: tuple[str, ...], fmt: str) -> None:
     """Check design documents (all configured ones, or DOCS); exit 1 on any error."""
     project = load_project(docs)
@@ -73,17 +76,25 @@ def check(docs: tuple[str, ...], fmt: str) -> None:
     if fmt == "text" and not diags:
         if not checked:
             where = ", ".join(project.config.docs) or "(none)"
-            err.print(escape(f"no design documents found under {where} ([tool.dd] docs); a document's first line is `---`"))
+            note(f"no design documents found under {where} ([tool.dd] docs)")
         else:
-            err.print(f"ok: {len(checked)} document(s), {sum(len(d.specs()) for d in checked)} spec(s)")
+            note(f"ok: {len(checked)} document(s), {sum(len(d.specs()) for d in checked)} spec(s)")
     sys.exit(1 if any(d.severity == "error" for d in diags) else 0)
 
 
 @cli.command()
-@click.option("--check", "check_only", is_flag=True, help="Exit 1 when regeneration would change anything; write nothing.")
-@click.option("--diff", "show_diff", is_flag=True, help="Show the unified diff of what would change.")
+@click.option(
+    "--check",
+    "check_only",
+    is_flag=True,
+    help="Exit 1 when regeneration would change anything; write nothing.",
+)
+@click.option(
+    "--diff", "show_diff", is_flag=True, help="Show the unified diff of what would change."
+)
 @click.option("--force", is_flag=True, help="Overwrite hand-edited or unmanaged files.")
-def expand(check_only: bool, show_diff: bool, force: bool) -> None:
+@click.option("--prune", is_flag=True, help="Delete generated files whose source is gone (DD102).")
+def expand(check_only: bool, show_diff: bool, force: bool, prune: bool) -> None:
     """Generate the packages described by the design documents, all or nothing."""
     project = load_project()
     try:
@@ -92,25 +103,48 @@ def expand(check_only: bool, show_diff: bool, force: bool) -> None:
             for change in changes:
                 click.echo(change.diff(), nl=False)
         if check_only:
-            notes = {"DD100": " (edited by hand: needs --force)", "DD101": " (not managed by dd)"}
             for change in changes:
-                click.echo(f"would {change.action} {change.path}{notes.get(change.blocker or '', '')}")
+                click.echo(f"would {change.action} {change.path}{_why(project, change)}")
             if changes:
-                err.print(f"{len(changes)} file(s) out of date: run `dd expand`")
+                note(f"{len(changes)} file(s) out of date: run `dd expand`")
             sys.exit(1 if changes else 0)
-        changed = project.expand(force=force)
+        changed = project.expand(force=force, prune=prune)
     except DDError as exc:
         print_diagnostics(exc.diagnostics)
+        if any(d.code == "DD102" for d in exc.diagnostics):
+            note(
+                "nothing written: restore the sources, or delete those files with `dd expand "
+                "--prune`"
+            )
         sys.exit(1)
     for path in changed:
         click.echo(path)
-    err.print(f"{len(changed)} file(s) changed" if changed else "up to date")
+    note(f"{len(changed)} file(s) changed" if changed else "up to date")
+
+
+def _why(project: Project, change: writer.Change) -> str:
+    """What stands between `dd expand` and `change`, and how to resolve it."""
+    if change.new is None:
+        return " (its source is gone: `dd expand --prune` deletes it)"
+    if change.blocker == "DD101":
+        return " (not managed by dd: move it away, or overwrite it with `dd expand --force`)"
+    if change.blocker == "DD100":
+        assert change.old is not None
+        source = markers.source_document(change.old) or "the design document"
+        return (
+            f" (edited by hand: move the change into {source}, "
+            "or discard it with `dd expand --force`)"
+        )
+    return ""
 
 
 @cli.command()
 @click.argument("name")
 @click.option("--title", help="Document title (default: NAME in words).")
-@click.option("--package", help="Target package (default: the package of the first existing document, or NAME).")
+@click.option(
+    "--package",
+    help="Target package (default: the package of the first existing document, or NAME).",
+)
 def new(name: str, title: str | None, package: str | None) -> None:
     """Create design/NAME.md from the template."""
     if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_\-]*", name):
@@ -123,11 +157,11 @@ def new(name: str, title: str | None, package: str | None) -> None:
     docs_dir = config.root / (config.docs[0] if config.docs else "design")
     target = docs_dir / f"{name}.md"
     if target.exists():
-        err.print(f"{config.rel(target)}: already exists; nothing written")
+        note(f"{config.rel(target)}: already exists; nothing written")
         sys.exit(1)
     if package is None:
         existing = load_project().documents
-        package = existing[0].front.package if existing else re.sub(r"\W", "_", name).lower()
+        package = existing[0].front.package if existing else _default_package(config.root, name)
     if not re.fullmatch(r"[A-Za-z_]\w*(\.[A-Za-z_]\w*)*", package):
         raise click.BadParameter("not a dotted Python name", param_hint="--package")
     try:
@@ -145,24 +179,48 @@ def new(name: str, title: str | None, package: str | None) -> None:
     click.echo(config.rel(target))
 
 
+def _default_package(root: Path, name: str) -> str:
+    """The package of a project's first document: the one its `[project] name` stands for (what
+    `dd init` configures the build to install), else the document's NAME."""
+    import tomllib
+
+    from generator.steps import package_name
+
+    try:
+        data = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError):
+        data = {}
+    project = data.get("project")
+    named = project.get("name") if isinstance(project, dict) else None
+    return package_name(named if isinstance(named, str) and named.strip() else name)
+
+
 @cli.command()
 @click.argument("pattern_id", required=False)
 def patterns(pattern_id: str | None) -> None:
     """List the pattern library, or show one pattern: parameters, message and example expansion."""
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
+    from generator.patterns import render_annotation
+
     project = load_project()
     lib = project.library
     if pattern_id is None:
         table = Table("id", "kind", "parameters", "summary", box=None)
         for pat in lib:
-            params = ", ".join(p.name if p.required else f"{p.name}={p.default}" for p in pat.params)
+            params = ", ".join(
+                p.name if p.required else f"{p.name}={p.default}" for p in pat.params
+            )
             table.add_row(escape(pat.id), pat.kind, escape(params), escape(pat.summary))
-        out.print(table)
+        Console(highlight=False, soft_wrap=True).print(table)
         return
     pat = lib.get(pattern_id)
     if pat is None:
         suggestion = difflib.get_close_matches(pattern_id, lib.ids(), n=1)
         hint = f"; did you mean {suggestion[0]}?" if suggestion else "; `dd patterns` lists them"
-        err.print(escape(f"unknown pattern {pattern_id}{hint}"))
+        note(f"unknown pattern {pattern_id}{hint}")
         sys.exit(1)
     click.echo(f"{pat.id} ({pat.kind}), defined at {pat.loc}\n{pat.summary}\n\nparameters:")
     for param in pat.params:
@@ -175,7 +233,9 @@ def patterns(pattern_id: str | None) -> None:
         click.echo("raises: AssertionError (also under python -O)")
     if pat.example:
         head, _, rest = pat.example.partition("(")
-        example = Annotation(kind=pat.kind, pattern=head, args=rest[:-1], loc=Loc(path="example.md", line=1))
+        example = Annotation(
+            kind=pat.kind, pattern=head, args=rest[:-1], loc=Loc(path="example.md", line=1)
+        )
         click.echo(f"\nexample:\n    # {pat.kind}: {pat.example}")
         try:
             rendered = render_annotation(example, lib, "example")

@@ -14,8 +14,6 @@ from pathlib import Path
 from typing import NoReturn
 
 import click
-from rich.console import Console
-from rich.table import Table
 
 from generator import steps as st
 from generator.docedit import set_plan_block
@@ -24,9 +22,6 @@ from generator.models import DDError, Diagnostic, Document, StepStatus
 from generator.plan import render_dot, render_mermaid
 from generator.project import Project
 from generator.writer import atomic_write
-
-_console = Console(highlight=False, soft_wrap=True)
-_err = Console(stderr=True, highlight=False, soft_wrap=True)
 
 DOC_OPTION = click.option(
     "--doc",
@@ -93,7 +88,8 @@ def plan(doc: str | None) -> None:
             failed |= any(x.severity == "error" for x in diags)
             if written:
                 click.echo(
-                    f"{d.path}: wrote a plan of {len(written)} steps to Section 6; review it, then `dd next`"
+                    f"{d.path}: wrote a plan of {len(written)} steps to Section 6; review it, "
+                    "then `dd next`"
                 )
             elif not diags:
                 click.echo(f"{d.path}: plan ok ({len(d.steps)} steps)")
@@ -103,13 +99,21 @@ def plan(doc: str | None) -> None:
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def status(as_json: bool) -> None:
-    """Every document's steps with status, dependencies and commit."""
+    """Every document's steps with status, dependencies and commit; exit 1 when a file under
+    `docs` is not a document dd can read, or a generated file has lost its source (both are
+    listed, never dropped silently)."""
     project = _load()
     with _refusals():
         data = st.status_data(project)
+    unread = project.unread() + project.orphans()
     if as_json:
+        data["unread"] = [d.model_dump(mode="json") for d in unread]
         click.echo(json.dumps(data, indent=2))
-        return
+        sys.exit(1 if unread else 0)
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(highlight=False, soft_wrap=True)
     for d in data["docs"]:  # type: ignore[union-attr]
         table = Table(title=f"{d['path']} (version {d['version']})", title_justify="left")
         for col in ("step", "title", "status", "depends on", "specs", "commit"):
@@ -122,7 +126,9 @@ def status(as_json: bool) -> None:
             )
         if not d["steps"]:
             table.add_row("-", "no plan: run `dd plan`", "", "", "", "")
-        _console.print(table)
+        console.print(table)
+    if unread:
+        _fail("files that dd cannot account for (see `dd check`)", unread)
 
 
 @click.command("next")
@@ -181,7 +187,8 @@ def step_start(number: int, doc_arg: str | None) -> None:
         changed = st.start_step(project, doc, number)
     state = "is now" if changed else "was already"
     click.echo(
-        f"{doc.path}: Step {number} {state} IN_PROGRESS; run `dd expand`, then `dd step verify {number}`"
+        f"{doc.path}: Step {number} {state} IN_PROGRESS; run `dd expand`, then `dd step verify "
+        f"{number}`"
     )
 
 
@@ -219,7 +226,8 @@ def step_done(number: int, doc_arg: str | None, no_commit: bool) -> None:
         _echo_result(r)
     if result.committed:
         click.echo(
-            f"{doc.path}: Step {number} DONE, committed {result.committed[:10]} ({len(result.paths)} files)"
+            f"{doc.path}: Step {number} DONE, committed {result.committed[:10]} "
+            f"({len(result.paths)} files)"
         )
     else:
         click.echo(f"{doc.path}: Step {number} DONE (not committed)")

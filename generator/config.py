@@ -2,18 +2,28 @@
 
 from __future__ import annotations
 
-import codecs
 import fnmatch
 import tomllib
 from pathlib import Path
 
-from pydantic import Field, ValidationError
+from pydantic import ConfigDict, Field, ValidationError
 
 from generator.models import DDError, Diagnostic, Loc, Model
+
+BUILTIN_PATTERNS = "_builtin_patterns"  # where the wheel ships patterns/ (see pyproject.toml)
+
+
+def builtin_pattern_dir() -> Path:
+    """The built-in library: `generator/_builtin_patterns` in a wheel, `<repo>/patterns` else."""
+    here = Path(__file__).resolve().parent
+    shipped = here / BUILTIN_PATTERNS
+    return shipped if shipped.is_dir() else here.parent / "patterns"
 
 
 class Config(Model):
     """The `[tool.dd]` table of pyproject.toml; paths are relative to `root`."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
     root: Path
     docs: list[str] = Field(default_factory=lambda: ["design"])
@@ -22,6 +32,8 @@ class Config(Model):
     output: str = "."
     steps: str = "steps"
     prompts: str = "prompts"  # project prompt templates (`<NAME>.j2`), overriding the shipped ones
+    line_length: int = Field(default=100, alias="line-length", ge=40, le=320)  # generated code
+    cache: str = ".dd_cache"  # results by content hash; "" turns caching off
 
     @property
     def output_dir(self) -> Path:
@@ -42,23 +54,33 @@ class Config(Model):
         except ValueError:
             return path.as_posix()
 
+    @property
+    def cache_dir(self) -> Path | None:
+        return (self.root / self.cache).resolve() if self.cache else None
+
     def documents(self) -> list[Path]:
-        """Design documents: `*.md` files under `docs` that open with front matter, sorted."""
+        """Every file under `docs` that is not excluded, sorted: each must be a design document
+        (nothing there is skipped silently). Hidden files and directories (editor and tool
+        files such as `.swp`) are not documents and are skipped."""
         found: set[Path] = set()
         for entry in self.docs:
             base = (self.root / entry).resolve()
-            candidates = sorted(base.rglob("*.md")) if base.is_dir() else [base]
-            for path in candidates:
-                if not path.is_file() or self._excluded(path):
-                    continue
-                with path.open("rb") as fh:
-                    if fh.readline().removeprefix(codecs.BOM_UTF8).rstrip(b"\r\n") == b"---":
-                        found.add(path)
+            if base.is_file():
+                found.add(base)
+                continue
+            for path in base.rglob("*") if base.is_dir() else []:
+                hidden = any(part.startswith(".") for part in path.relative_to(base).parts)
+                if path.is_file() and not hidden and not self._excluded(path):
+                    found.add(path)
         return sorted(found)
 
     def _excluded(self, path: Path) -> bool:
+        """Listed in `exclude`: a glob, or a directory containing `path`."""
         rel = self.rel(path)
-        return any(fnmatch.fnmatch(rel, pat) for pat in self.exclude)
+        return any(
+            fnmatch.fnmatch(rel, pat) or rel.startswith(pat.rstrip("/") + "/")
+            for pat in self.exclude
+        )
 
 
 def find_root(start: Path) -> Path:
@@ -80,7 +102,11 @@ def load_config(start: Path | None = None) -> Config:
             data = tomllib.loads(pyproject.read_text(encoding="utf-8"))
         except tomllib.TOMLDecodeError as exc:
             raise DDError(
-                [Diagnostic(loc=Loc(path=str(pyproject)), code="DD002", message=f"invalid TOML: {exc}")]
+                [
+                    Diagnostic(
+                        loc=Loc(path=str(pyproject)), code="DD002", message=f"invalid TOML: {exc}"
+                    )
+                ]
             ) from None
         tool = data.get("tool", {})
         table = tool.get("dd", {}) if isinstance(tool, dict) else {}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 
+from generator import markdown
 from generator.models import Document, Step
 from generator.plan import step_field
 
@@ -19,7 +20,7 @@ class EditError(ValueError):
 
 
 def _split_nl(text: str) -> list[str]:
-    """Split on `\\n` only, keeping the terminators (a `\\r` stays part of its line)."""
+    r"""Split on `\n` only, keeping the terminators (a `\r` stays part of its line)."""
     parts = text.split("\n")
     out = [p + "\n" for p in parts[:-1]]
     if parts[-1]:
@@ -28,7 +29,7 @@ def _split_nl(text: str) -> list[str]:
 
 
 def _newline(text: str) -> str:
-    """The document's line terminator (`\\r\\n` when its first line uses it)."""
+    r"""The document's line terminator (`\r\n` when its first line uses it)."""
     first = text.find("\n")
     return "\r\n" if first > 0 and text[first - 1] == "\r" else "\n"
 
@@ -89,11 +90,6 @@ def set_step_fields(text: str, step: Step, updates: dict[str, str]) -> str:
     return "".join(lines)
 
 
-def set_step_field(text: str, step: Step, key: str, value: str) -> str:
-    """Set one field of `step`; see `set_step_fields`."""
-    return set_step_fields(text, step, {key: value})
-
-
 def _section_bounds(doc: Document, number: int) -> tuple[int, int]:
     """(heading line, last line) of section `number`, 1-based inclusive; EditError if absent."""
     section = doc.section(number)
@@ -115,24 +111,44 @@ def _insert_block(lines: list[str], at: int, block: list[str], nl: str) -> None:
     lines[at:at] = new
 
 
-def insert_plan(text: str, doc: Document, markdown: str) -> str:
-    """Insert `markdown` (rendered steps) into `doc`'s Section 6, which must have no steps yet.
+PLAN_PLACEHOLDER = "No plan yet"  # how design/template.md's Section 6 paragraph starts
+
+
+def _placeholder(lines: list[str], head: int, last: int) -> tuple[int, int] | None:
+    """0-based [start, end) of the paragraph of Section 6 that starts with PLAN_PLACEHOLDER,
+    with the blank lines after it."""
+    for i in range(head, last):
+        if _body(lines[i]).startswith(PLAN_PLACEHOLDER):
+            end = i + 1
+            while end < last and _body(lines[end]).strip():
+                end += 1
+            while end < last and not _body(lines[end]).strip():
+                end += 1
+            return i, end
+    return None
+
+
+def insert_plan(text: str, doc: Document, steps: str) -> str:
+    """Insert `steps` (rendered Markdown) into `doc`'s Section 6, which must have no steps yet.
 
     The steps go after the section's heading and prose (before its trailing blank lines),
-    separated by one blank line on each side; nothing else changes.
+    separated by one blank line on each side; the template's "No plan yet" paragraph is
+    replaced; nothing else changes.
     """
     if doc.steps:
         raise EditError(f"{doc.path} already has a plan ({len(doc.steps)} steps)")
     head, last = _section_bounds(doc, 6)
     lines = _split_nl(text)
     last = min(last, len(lines))
+    placeholder = _placeholder(lines, head, last)
+    if placeholder is not None:  # the template's "No plan yet" paragraph: the plan replaces it
+        start, end = placeholder
+        del lines[start:end]
+        last -= end - start
     while last > head and not _body(lines[last - 1]).strip():
         last -= 1
-    _insert_block(lines, last, markdown.rstrip("\n").split("\n"), _newline(text))
+    _insert_block(lines, last, steps.rstrip("\n").split("\n"), _newline(text))
     return "".join(lines)
-
-
-_FENCE = re.compile(r"^(```+|~~~+)\s*(\S*)")
 
 
 def set_plan_block(text: str, doc: Document, info: str, content: str) -> str:
@@ -143,20 +159,17 @@ def set_plan_block(text: str, doc: Document, info: str, content: str) -> str:
     lines = _split_nl(text)
     nl = _newline(text)
     body = content.rstrip("\n").split("\n")
-    i = head  # 0-based index of the line after the heading
-    while i < min(last, len(lines)):
-        m = _FENCE.match(_body(lines[i]))
-        if m:
-            close = next(
-                (j for j in range(i + 1, len(lines)) if _body(lines[j]).strip() == m.group(1)), None
-            )
-            if close is None:
-                raise EditError(f"unclosed code block at {doc.path}:{i + 1}")
-            if m.group(2) == info:
-                lines[i + 1 : close] = [b + nl for b in body]
-                return "".join(lines)
-            i = close
-        i += 1
+    fences = [
+        b
+        for b in markdown.blocks([_body(line) for line in lines])
+        if isinstance(b, markdown.Fence) and head < b.line <= last
+    ]
+    for fence in fences:
+        if not fence.closed:
+            raise EditError(f"unclosed code block at {doc.path}:{fence.line}")
+        if fence.info == info:
+            lines[fence.line : fence.end - 1] = [b + nl for b in body]
+            return "".join(lines)
     at = doc.steps[0].loc.line - 1 if doc.steps else min(last, len(lines))
     while at > head and not _body(lines[at - 1]).strip():
         at -= 1

@@ -1,20 +1,19 @@
-"""Expand a spec's `# VAL:` / `# AST:` annotations into statements, with libcst.
+"""Expand a spec's `# VAL:` / `# AST:` annotations into statements, on its libcst tree.
 
-Each annotation comment stays where it is and the rendered statements are inserted right after
-it; everything else keeps its exact bytes. Expansion is idempotent: when the statements right
-after a comment already equal its rendering, nothing is inserted.
+The tree is the one the parser made (`CodeBlock.tree`); the result is a tree too, which the
+assembler places into its module. Each annotation comment stays where it is and the rendered
+statements are inserted right after it; everything else keeps its exact bytes. Expansion is
+idempotent: when the statements right after a comment already equal its rendering, nothing is
+inserted.
 """
 
 from __future__ import annotations
 
-import io
-import re
-import tokenize
 from collections.abc import Sequence
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
+from generator import annotations as grammar
 from generator.models import Annotation, DDError, Diagnostic, Loc, Spec
 from generator.patterns import PatternLibrary, render_annotation
 
@@ -22,7 +21,7 @@ _INDENT_UNIT = 4  # rendered pattern code is indented with 4 spaces
 
 
 def _reindent(source: str, indent: str, newline: str) -> str:
-    """Rendered source (4-space indents, `\\n`) in the module's indent and newline style."""
+    r"""Rendered source (4-space indents, `\n`) in the module's indent and newline style."""
     lines = []
     for line in source.splitlines():
         stripped = line.lstrip(" ")
@@ -31,13 +30,9 @@ def _reindent(source: str, indent: str, newline: str) -> str:
     return "".join(line + newline for line in lines)
 
 
-def render_statements(
-    ann: Annotation, lib: PatternLibrary, symbol: str, module: cst.Module
-) -> list[cst.BaseStatement]:
-    """The annotation's rendering as statements parsed in `module`'s style (no leading lines)."""
-    source = _reindent(
-        render_annotation(ann, lib, symbol), module.default_indent, module.default_newline
-    )
+def _statements(source: str, module: cst.Module) -> list[cst.BaseStatement]:
+    """Rendered statements parsed in `module`'s indentation and newline style."""
+    source = _reindent(source, module.default_indent, module.default_newline)
     parsed = cst.parse_module(source, config=module.config_for_parsing)
     return [stmt.with_changes(leading_lines=()) for stmt in parsed.body]
 
@@ -160,21 +155,6 @@ class _Expander(cst.CSTTransformer):
         return [first.with_changes(leading_lines=leading), *rest]
 
 
-# Same grammar as the parser: `# VAL...`/`# AST...` not followed by a letter or digit.
-_ANNOTATION_COMMENT = re.compile(r"#\s*(VAL|AST)(?![A-Za-z0-9])")
-_ANNOTATION_HEAD = re.compile(r"#\s*(VAL|AST):\s*([A-Z][A-Z0-9_]*)\(")
-
-
-def annotation_comment_lines(code: str) -> list[int]:
-    """Code lines (1-based, in order) of own-line comments that start like an annotation."""
-    lines = []
-    for tok in tokenize.generate_tokens(io.StringIO(code).readline):
-        own_line = not tok.line[: tok.start[1]].strip()
-        if tok.type == tokenize.COMMENT and own_line and _ANNOTATION_COMMENT.match(tok.string):
-            lines.append(tok.start[0])
-    return lines
-
-
 def _match_comments(
     code: str, first_line: int, annotations: list[Annotation]
 ) -> dict[int, Annotation]:
@@ -183,13 +163,13 @@ def _match_comments(
     Matching is by order, not by line, so that already-expanded code (where the comments moved
     down) still maps to the document's annotations; each comment must name its pattern.
     """
-    lines = annotation_comment_lines(code)
+    lines = grammar.comment_lines(code)
     ordered = sorted(annotations, key=lambda a: a.loc.line)
     errors = []
     for number, ann in zip(lines, ordered, strict=False):
         text = code.splitlines()[number - 1].strip()
-        head = _ANNOTATION_HEAD.match(text)
-        if head is None or head.groups() != (ann.kind, ann.pattern):
+        parsed = grammar.parse(text)
+        if parsed is None or parsed[:2] != (ann.kind, ann.pattern):
             errors.append(_dd055(ann, f"code line {number} holds {text!r}, not this annotation"))
     for ann in ordered[len(lines) :]:
         errors.append(_dd055(ann, "no annotation comment for it in the code"))
@@ -201,14 +181,16 @@ def _match_comments(
     return dict(zip(lines, ordered, strict=True))
 
 
-def expand_code(
+def expand_tree(
+    module: cst.Module,
     code: str,
     first_line: int,
     annotations: list[Annotation],
     lib: PatternLibrary,
     symbol: str,
-) -> str:
-    """`code` with every annotation's statements inserted after its comment.
+) -> tuple[cst.Module, bool]:
+    """`module` (parsed from `code`) with every annotation's statements inserted after its
+    comment, and whether the inserted checks use `reprlib` (the module must then import it).
 
     `first_line` is the document line of the code's first line. The annotations (as parsed from
     the document) are matched to the code's annotation comments in order, so expanding
@@ -218,19 +200,22 @@ def expand_code(
     keeps its exact bytes.
     """
     if not annotations:
-        return code
+        return module, False
     by_line = _match_comments(code, first_line, annotations)
-    module = cst.parse_module(code)
     rendered: dict[int, list[cst.BaseStatement]] = {}
     errors: list[Diagnostic] = []
+    uses_reprlib = False
     for number, ann in by_line.items():
         try:
-            rendered[number] = render_statements(ann, lib, symbol, module)
+            source = render_annotation(ann, lib, symbol)
         except DDError as exc:
             errors += exc.diagnostics
+            continue
+        uses_reprlib = uses_reprlib or "reprlib." in source
+        rendered[number] = _statements(source, module)
     if errors:
         raise DDError(errors)
-    expander = _Expander(module, _annotation_comment_nodes(module, list(by_line)), rendered)
+    expander = _Expander(module, grammar.comment_nodes(module, list(by_line)), rendered)
     expanded = module.visit(expander)
     for number, ann in by_line.items():
         if number in expander.before_docstring:
@@ -246,46 +231,15 @@ def expand_code(
             )
     if errors:
         raise DDError(errors)
-    return expanded.code
-
-
-class _CommentsInOrder(cst.CSTVisitor):
-    """Collects own-line comments that start like an annotation, in source order."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.found: list[cst.EmptyLine] = []
-
-    def visit_EmptyLine(self, node: cst.EmptyLine) -> None:
-        if node.comment is not None and _ANNOTATION_COMMENT.match(node.comment.value):
-            self.found.append(node)
-
-
-def _annotation_comment_nodes(module: cst.Module, lines: list[int]) -> dict[int, int]:
-    """id(EmptyLine) -> code line for the annotation comments of `module`.
-
-    libcst visits whitespace in source order, so the k-th annotation comment node is the one on
-    the k-th annotation line found by the tokenizer (`lines`). Should the counts ever disagree,
-    fall back to libcst's position metadata, which is exact but several times slower.
-    """
-    visitor = _CommentsInOrder()
-    module.visit(visitor)
-    if len(visitor.found) == len(lines):
-        return {id(node): line for node, line in zip(visitor.found, lines, strict=True)}
-    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
-    return {
-        id(node): positions[node].start.line
-        for node in visitor.found
-        if positions[node].start.line in lines
-    }
+    return expanded, uses_reprlib
 
 
 def _dd055(ann: Annotation, message: str) -> Diagnostic:
     return Diagnostic(loc=ann.loc, code="DD055", message=f"{ann.pattern}: {message}")
 
 
-def expand_spec(spec: Spec, lib: PatternLibrary) -> str:
-    """The spec's code block with its annotations expanded ('' for a spec without code)."""
-    if spec.code is None:
-        return ""
-    return expand_code(spec.code.code, spec.code.loc.line, spec.annotations, lib, spec.name)
+def expand_spec(spec: Spec, lib: PatternLibrary) -> tuple[cst.Module, bool]:
+    """The spec's parsed code block with its annotations expanded (`expand_tree`)."""
+    assert spec.code is not None, "only specs with code are expanded"
+    code = spec.code
+    return expand_tree(code.tree(), code.code, code.loc.line, spec.annotations, lib, spec.name)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 STEP_TRAILER = "Dd-Step"
@@ -38,6 +39,65 @@ def repo_root(cwd: Path) -> Path | None:
     except GitError:
         return None
     return Path(proc.stdout.strip()).resolve() if proc.returncode == 0 else None
+
+
+@dataclass(frozen=True)
+class Checkout:
+    """What `dd check` needs to know about the git checkout around the project, in one call."""
+
+    root: Path
+    shallow: bool  # history was cut (`git clone --depth`): an old commit may be missing
+    head: bool  # the repository has at least one commit
+
+
+def checkout(cwd: Path) -> Checkout | None:
+    """The checkout containing `cwd`, or None outside any (or when git cannot run)."""
+    try:
+        proc = git(
+            cwd,
+            "rev-parse",
+            "--show-toplevel",
+            "--is-shallow-repository",
+            "--verify",
+            "-q",
+            "HEAD",
+            check=False,
+        )
+    except GitError:
+        return None
+    lines = proc.stdout.split("\n")
+    if len(lines) < 2 or not lines[0].strip():
+        return None
+    return Checkout(
+        Path(lines[0].strip()).resolve(), lines[1].strip() == "true", proc.returncode == 0
+    )
+
+
+def show_many(cwd: Path, rev: str, paths: list[str]) -> dict[str, str | None]:
+    """The text of each repository path at `rev` (None where it does not exist), in one call."""
+    if not paths:
+        return {}
+    request = "".join(f"{rev}:{path}\n" for path in paths).encode("utf-8")
+    try:
+        proc = subprocess.run(
+            ["git", "cat-file", "--batch"], cwd=cwd, input=request, capture_output=True, check=False
+        )
+    except OSError as exc:
+        raise GitError(f"cannot run git: {exc}") from None
+    out = proc.stdout
+    found: dict[str, str | None] = {}
+    pos = 0
+    for path in paths:
+        end = out.index(b"\n", pos)
+        header = out[pos:end].split()
+        pos = end + 1
+        if len(header) == 3 and header[1] == b"blob":
+            size = int(header[2])
+            found[path] = out[pos : pos + size].decode("utf-8", errors="replace")
+            pos += size + 1
+        else:
+            found[path] = None
+    return found
 
 
 def has_head(cwd: Path) -> bool:
@@ -85,7 +145,7 @@ def commit_paths(cwd: Path, paths: list[str], subject: str, trailers: dict[str, 
 
 
 def unstage(cwd: Path, paths: list[str]) -> None:
-    """Undo `git add` of `paths` (index back to HEAD for them); used to roll back a failed commit."""
+    """Undo `git add` of `paths` (index back to HEAD for them), to roll back a failed commit."""
     cwd = repo_root(cwd) or cwd
     if paths and has_head(cwd):
         git(cwd, "reset", "-q", "--", *paths, check=False)
@@ -98,7 +158,7 @@ def step_commits(cwd: Path) -> dict[str, str]:
     if not has_head(cwd):
         return {}
     fmt = f"%H%x00%(trailers:key={STEP_TRAILER},valueonly,separator=%x01)%x1e"
-    out = git(cwd, "log", f"--format={fmt}").stdout
+    out = git(cwd, "log", "-E", f"--grep=^{STEP_TRAILER}: ", f"--format={fmt}").stdout
     found: dict[str, str] = {}
     for record in out.split("\x1e"):
         if "\0" not in record:

@@ -7,9 +7,12 @@ report `path:line:col` without re-reading the document.
 from __future__ import annotations
 
 from enum import Enum
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, PrivateAttr
+
+if TYPE_CHECKING:
+    import libcst as cst
 
 
 class Model(BaseModel):
@@ -36,7 +39,7 @@ class Diagnostic(Model):
     """One finding of `dd check` (or any later stage), compiler style."""
 
     loc: Loc
-    code: str  # e.g. "DD042"; the table lives in generator/codes.py
+    code: str  # e.g. "DD042"; the table is in design/FORMAT.md
     message: str
     severity: Severity = "error"
 
@@ -86,6 +89,23 @@ class CodeBlock(Model):
     code: str
     info: str
     loc: Loc
+    _tree: Any = PrivateAttr(default=None)
+
+    def tree(self) -> cst.Module:
+        """The code as a libcst module, parsed on first use and then shared by every stage
+        (checks, expansion, assembly). Raises libcst.ParserSyntaxError."""
+        if self._tree is None:
+            import libcst
+
+            self._tree = libcst.parse_module(self.code)
+        return self._tree
+
+    def __eq__(self, other: object) -> bool:  # the tree is derived from `code`: not compared
+        if not isinstance(other, CodeBlock):
+            return NotImplemented
+        return (self.code, self.info, self.loc) == (other.code, other.info, other.loc)
+
+    __hash__ = None  # type: ignore[assignment]
 
 
 class Field_(Model):
@@ -112,7 +132,7 @@ class SpecKind(str, Enum):
 
 
 class Spec(Model):
-    """A class, method or module-level function spec (`#### 5.2.3 \\`GpuPool.shrink_sampler\\``).
+    """A class, method or module-level function spec (heading `#### 5.2.3 GpuPool.shrink_sampler`).
 
     `name` is qualified within its module: `GpuPool`, `GpuPool.shrink_sampler` or `helper`.
     `qualname` adds the module: `rlsched.pool:GpuPool.shrink_sampler`.
@@ -150,7 +170,7 @@ class Spec(Model):
 
 
 class ModuleSpec(Model):
-    """A module spec (`### 5.2 Module \\`rlsched.pool\\``) and the specs below it, in document order."""
+    """A module spec (heading `### 5.2 Module rlsched.pool`) and its specs, in document order."""
 
     name: str  # dotted module name
     path: str  # file path relative to the output root, e.g. "rlsched/pool.py"

@@ -23,23 +23,17 @@ import libcst as cst
 import yaml
 from pydantic import ValidationError
 
+from generator.config import builtin_pattern_dir
 from generator.models import Annotation, DDError, Diagnostic, Loc, Pattern, PatternParam
 
-BUILTIN_DIR_NAME = "_builtin_patterns"
 EXC_PARAM = "exc"  # every VAL pattern accepts `exc=` (added by the loader when not declared)
 # Names a template sees besides the parameters; a parameter may not shadow them.
 CONTEXT_NAMES = frozenset(
-    {"fail", "where", "names_in", "reject", "loc", "symbol", "pattern", "message"}
+    {"fail", "where", "names_in", "negate", "reject", "loc", "symbol", "pattern", "message"}
 )
-_CONT = "\x00"  # marks continuation lines of `fail()`; replaced by indentation after rendering
 _BUILTIN_NAMES = frozenset(dir(builtins))
-
-
-def builtin_pattern_dir() -> Path:
-    """The built-in library: `generator/_builtin_patterns` in a wheel, `<repo>/patterns` else."""
-    here = Path(__file__).resolve().parent
-    shipped = here / BUILTIN_DIR_NAME
-    return shipped if shipped.is_dir() else here.parent / "patterns"
+_CONT = "\x00"  # starts the continuation lines of `fail()`; re-indented after rendering
+_MAX_SHOWN_EXPR = 40  # a longer "where" expression is assigned to a local first
 
 
 def _display(path: Path) -> str:
@@ -191,7 +185,9 @@ def _parse_expr(src: str) -> ast.expr | None:
         return None
 
 
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when available: same result, faster
+_Loader = getattr(
+    yaml, "CSafeLoader", yaml.SafeLoader
+)  # libyaml when available: same result, faster
 
 
 @dataclass
@@ -205,7 +201,10 @@ class _Compiled:
 
     def _compile(self) -> tuple[jinja2.Template, jinja2.Template]:
         if self._cache is None:
-            self._cache = (self.env.from_string(self.message_src), self.env.from_string(self.template_src))
+            self._cache = (
+                self.env.from_string(self.message_src),
+                self.env.from_string(self.template_src),
+            )
         return self._cache
 
     @property
@@ -594,7 +593,8 @@ def condition_names(src: str) -> list[str]:
     """Names and attribute chains whose values explain `src`, in order of appearance.
 
     Excluded: builtins, names bound inside the expression (comprehension targets) and called
-    function names (the receiver of a method call is kept when it is an attribute chain). When the expression short-circuits (`and`, `or`, `x if c else y`) only plain
+    function names (the receiver of a method call is kept when it is an attribute chain). When
+    the expression short-circuits (`and`, `or`, `x if c else y`) only plain
     names are kept: an attribute chain such as `a.b` in `a is None or a.b > 0` may not be
     evaluable when the condition fails.
     """
@@ -665,21 +665,64 @@ def string_literal(text: str) -> str:
     return lit
 
 
-def raise_statement(exception: str, headline: str, values: list[tuple[str, str]]) -> str:
-    """`raise exception(message)` where the message is `headline` plus `(where a=<repr>, ...)`.
+def _escaped(text: str, quote: str, braces: bool) -> str:
+    """`text` as the inside of a `quote`-delimited literal (an f-string's when `braces`)."""
+    out = []
+    for char in text:
+        if char in ("\\", quote):
+            out.append("\\" + char)
+        elif braces and char in "{}":
+            out.append(char * 2)
+        elif char.isprintable():
+            out.append(char)
+        else:
+            out.append(repr(char)[1:-1])
+    return "".join(out)
 
-    The message is a concatenation of string literals and `repr(<expression>)` calls, so source
-    text never lands inside an f-string or a `%` format. Continuation lines start with _CONT
-    (re-indented by `_finish`).
+
+def raise_statement(exception: str, headline: str, values: list[tuple[str, str]]) -> str:
+    """`raise exception(f"...")` whose message is `headline` plus `(where a=<value>, ...)`, each
+    value shown by `reprlib.repr` (bounded: a table of 100,000 entries shows its first few).
+
+    An expression that is long, or that Python 3.11 cannot hold inside an f-string (a quote, a
+    backslash, a `#`), is first assigned to a local named after its label, so the message stays
+    one compact f-string. Lines after the first start with _CONT (re-indented by `_finish`);
+    long lines are wrapped later, at their final indentation (`generator.formatting`).
     """
     if not values:
         return f"raise {exception}({string_literal(headline)})"
-    lines = [f"raise {exception}(", f"    {string_literal(headline)}"]
-    for i, (label, expr) in enumerate(values):
-        sep = " (where " if i == 0 else ", "
-        lines.append(f"    + {string_literal(sep + label + '=')} + repr({expr})")
-    lines += ['    + ")"', ")"]
+    lines: list[str] = []
+    shown = []
+    used = " ".join(expr for _, expr in values)
+    for label, expr in values:
+        if len(expr) > _MAX_SHOWN_EXPR or any(c in expr for c in "\"'\\#"):
+            name = "_dd_" + (label if label.isidentifier() else "value")
+            while name in used or any(line.startswith(f"{name} =") for line in lines):
+                name += "_"
+            lines.append(f"{name} = {expr}")
+            expr = name
+        shown.append(_escaped(label, '"', True) + f"={{reprlib.repr({expr})}}")
+    body = _escaped(headline, '"', True) + f" (where {', '.join(shown)})"
+    lines.append(f'raise {exception}(f"{body}")')
     return f"\n{_CONT}".join(lines)
+
+
+def negation(src: str) -> str:
+    """Python source for `not (src)` as a person writes it: `a is not b`, `a not in b`, the
+    operand of a `not`, else `not <src>` (parenthesised when needed)."""
+    tree = ast.parse(src.strip(), mode="eval").body
+    if isinstance(tree, ast.UnaryOp) and isinstance(tree.op, ast.Not):
+        inner = ast.get_source_segment(src.strip(), tree.operand)
+        if inner is not None:
+            return inner
+    if isinstance(tree, ast.Compare) and len(tree.ops) == 1:
+        flipped = {ast.Is: "is not", ast.IsNot: "is", ast.In: "not in", ast.NotIn: "in"}
+        op = flipped.get(type(tree.ops[0]))
+        left = ast.get_source_segment(src.strip(), tree.left)
+        right = ast.get_source_segment(src.strip(), tree.comparators[0])
+        if op is not None and left is not None and right is not None:
+            return f"{left} {op} {right}"
+    return f"not {src.strip()}" if _is_atomic(src.strip()) else f"not ({src.strip()})"
 
 
 def _finish(rendered: str) -> str:
@@ -694,7 +737,7 @@ def _finish(rendered: str) -> str:
             continue
         indent = line[: len(line) - len(line.lstrip())]
         out.append(line.rstrip())
-    return "".join(line.rstrip() + "\n" for line in out)
+    return "".join(line + "\n" for line in out)
 
 
 def _render_error(ann: Annotation, message: str) -> DDError:
@@ -727,6 +770,9 @@ def render_annotation(ann: Annotation, lib: PatternLibrary, symbol: str) -> str:
     def names_in(arg: Arg) -> list[tuple[str, str]]:
         return [(name, name) for name in condition_names(arg.src)]
 
+    def negate(arg: Arg) -> str:
+        return negation(arg.src)
+
     def reject(reason: str) -> str:
         raise jinja2.TemplateRuntimeError(f"arguments rejected: {reason}")
 
@@ -735,6 +781,7 @@ def render_annotation(ann: Annotation, lib: PatternLibrary, symbol: str) -> str:
         "fail": fail,
         "where": _where,
         "names_in": names_in,
+        "negate": negate,
         "reject": reject,
         "loc": loc,
         "symbol": symbol,

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from pathlib import Path, PurePosixPath
+from pathlib import PurePosixPath
 
 from generator.models import Diagnostic, Document, Field_, Loc, Spec, SpecKind, Step, StepStatus
 
@@ -55,7 +55,7 @@ def spec_index(doc: Document) -> dict[str, Spec]:
 
 
 def lookup_in_doc(doc: Document, name: str) -> list[Spec]:
-    """Specs of `doc` that `name` (as written in a plan or `deps:`) denotes: `module:Name` or `Name`."""
+    """Specs of `doc` that `name` (`module:Name` or `Name`, as in a plan or `deps:`) denotes."""
     name = name.strip().strip("`")
     if ":" in name:
         return [s for s in doc.specs() if s.qualname == name]
@@ -153,7 +153,8 @@ def _check_membership(doc: Document, diags: list[Diagnostic]) -> dict[str, Step]
                     _diag(
                         loc,
                         "DD072",
-                        f"Step {step.number} lists `{name}`, which is ambiguous ({mods}); write `module:Name`",
+                        f"Step {step.number} lists `{name}`, which is ambiguous ({mods}); write "
+                        "`module:Name`",
                     )
                 )
                 continue
@@ -182,7 +183,8 @@ def _check_membership(doc: Document, diags: list[Diagnostic]) -> dict[str, Step]
                 _diag(
                     _value_loc(methods_field, step.loc),
                     "DD078",
-                    f"Step {step.number} lists {len(step.methods)} specs (at most {MAX_STEP_SPECS}); split it",
+                    f"Step {step.number} lists {len(step.methods)} specs (at most "
+                    f"{MAX_STEP_SPECS}); split it",
                 )
             )
     for spec in doc.specs():
@@ -218,7 +220,8 @@ def _check_step_deps(doc: Document, diags: list[Diagnostic]) -> None:
                     _diag(
                         loc,
                         "DD076",
-                        f"Step {step.number} depends on Step {d}, which depends back on Step {step.number} (cycle)",
+                        f"Step {step.number} depends on Step {d}, which depends back on Step "
+                        f"{step.number} (cycle)",
                     )
                 )
             elif d > step.number:
@@ -260,7 +263,8 @@ def _check_spec_deps(
                 _diag(
                     loc,
                     "DD077",
-                    f"`{spec.name}` (Step {step.number}) {why} `{dep_name}`, which is in Step {dep_step.number}; "
+                    f"`{spec.name}` (Step {step.number}) {why} `{dep_name}`, which is in Step "
+                    f"{dep_step.number}; "
                     f"add Step {dep_step.number} to `depends on` or move the spec",
                 )
             )
@@ -283,7 +287,8 @@ def _check_status(doc: Document, diags: list[Diagnostic]) -> None:
                     _diag(
                         loc,
                         "DD079",
-                        f"Step {step.number} is {step.status.value} but depends on Step {d}, which is {dep.status.value}",
+                        f"Step {step.number} is {step.status.value} but depends on Step {d}, "
+                        f"which is {dep.status.value}",
                     )
                 )
 
@@ -476,7 +481,10 @@ def _purpose(draft: _Draft, last: bool, deps: list[int]) -> str:
     if draft.infra:
         return f"the classes, constructors and module-level pieces every later step uses{built}."
     if last:
-        return f"the top-level entry points that tie the earlier steps together{built}; test them end to end."
+        return (
+            f"the top-level entry points that tie the earlier steps together{built}; test them "
+            "end to end."
+        )
     return f"the next layer of helpers, bottom-up{built}."
 
 
@@ -556,7 +564,8 @@ def check_revision(doc: Document, head_text: str | None = None) -> list[Diagnost
             _diag(
                 loc,
                 "DD080",
-                f"version changed from {old_version} to {version} since HEAD but no revision row was added",
+                f"version changed from {old_version} to {version} since HEAD but no revision row "
+                "was added",
                 "warning",
             )
         ]
@@ -592,7 +601,8 @@ def render_mermaid(doc: Document) -> str:
     lines = ["flowchart TD"]
     for step in doc.steps:
         lines.append(
-            f'  subgraph step{step.number}["Step {step.number}: {_label(step.title)} ({step.status.value})"]'
+            f'  subgraph step{step.number}["Step {step.number}: {_label(step.title)} '
+            f'({step.status.value})"]'
         )
         lines += [
             f'    {ids[q]}["{_label(index[q].name)}"]' for q in index if where.get(q) == step.number
@@ -627,22 +637,9 @@ def render_dot(doc: Document) -> str:
         for d in s.depends_on:
             if d in first and d != s.number:
                 lines.append(
-                    f"  {first[d]} -> {first[s.number]} [ltail=cluster_step{d}, lhead=cluster_step{s.number}, style=bold];"
+                    f"  {first[d]} -> {first[s.number]} [ltail=cluster_step{d}, "
+                    f"lhead=cluster_step{s.number}, style=bold];"
                 )
     lines += [f"  {ids[a]} -> {ids[b]};" for a, b in edges]
     lines.append("}")
     return "\n".join(lines) + "\n"
-
-
-def check_revision_at_head(doc: Document, root: Path) -> list[Diagnostic]:
-    """`check_revision` with the document's text at git HEAD when `root` is in a repository
-    (so a version bump without a new revision row is caught); plain `check_revision` otherwise."""
-    from generator import gitutil
-
-    git_root = gitutil.repo_root(root)
-    if git_root is None or not gitutil.has_head(git_root):
-        return check_revision(doc)
-    path = (root / doc.path).resolve()
-    if not path.is_relative_to(git_root):  # a document outside the repository has no HEAD text
-        return check_revision(doc)
-    return check_revision(doc, gitutil.show(git_root, "HEAD", path.relative_to(git_root).as_posix()))

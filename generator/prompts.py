@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
 import jinja2
 
 from generator import gitutil
+from generator.markdown import Span, headings
 from generator.models import DDError, Document, Spec, StepStatus
 from generator.patterns import render_annotation
 from generator.project import Project
@@ -26,50 +26,7 @@ SHIPPED_DIR = Path(__file__).resolve().parent / "prompts"
 
 # --------------------------------------------------------------------------- headings
 
-
-@dataclass(frozen=True)
-class Heading:
-    """A Markdown ATX heading of the document, with the line span it governs (1-based, inclusive)."""
-
-    level: int
-    number: str  # leading section number without a trailing dot ("5.1.2"), or ""
-    title: str  # heading text without the number
-    start: int
-    end: int
-
-    @property
-    def label(self) -> str:
-        return f"{self.number} {self.title}".strip()
-
-
-_ATX = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
-_NUMBER = re.compile(r"^(\d+(?:\.\d+)*)\.?\s+(.*)$")
-_FENCE = re.compile(r"^\s{0,3}(```+|~~~+)")
-
-
-def headings(text: str) -> list[Heading]:
-    """Every heading outside fenced code; a heading's span ends before the next heading of the
-    same or a higher level (or at the end of the text)."""
-    lines = text.split("\n")
-    found: list[tuple[int, str, str, int]] = []
-    fence: str | None = None
-    for i, line in enumerate(lines, start=1):
-        m = _FENCE.match(line)
-        if m:
-            mark = m.group(1)[0] * 3
-            fence = None if fence == mark else (fence or mark)
-            continue
-        if fence is None and (h := _ATX.match(line.rstrip("\r"))):
-            text_ = h.group(2)
-            num = _NUMBER.match(text_)
-            found.append(
-                (len(h.group(1)), num.group(1) if num else "", num.group(2) if num else text_, i)
-            )
-    result = []
-    for k, (level, number, title, start) in enumerate(found):
-        end = next((s - 1 for lv, _, _, s in found[k + 1 :] if lv <= level), len(lines))
-        result.append(Heading(level, number, title, start, end))
-    return result
+Heading = Span  # a heading of the document with the lines it governs (generator.markdown)
 
 
 def span_text(text: str, start: int, end: int) -> str:

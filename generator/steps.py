@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import re
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -301,7 +302,8 @@ def _preflight(project: Project, doc: Document, step: Step, commit: bool) -> Pat
     if outside:
         listed = "\n  ".join(outside[:20])
         raise StepError(
-            f"the working tree has changes outside Step {step.number}'s files; commit or stash them first:\n  {listed}"
+            f"the working tree has changes outside Step {step.number}'s files; commit or stash "
+            f"them first:\n  {listed}"
         )
     return git_root
 
@@ -403,8 +405,10 @@ def status_data(project: Project) -> dict[str, object]:
                 "depends_on": list(s.depends_on),
                 "methods": list(s.methods),
                 "verify": list(s.verify),
-                # a step reset after a redesign keeps its old commits in history: show only DONE ones
-                "commit": commits.get(gitutil.step_key(doc.path, s.number)) if s.status is StepStatus.done else None,
+                # a step reset after a redesign keeps its old commits: show DONE ones only
+                "commit": commits.get(gitutil.step_key(doc.path, s.number))
+                if s.status is StepStatus.done
+                else None,
             }
             for s in doc.steps
         ]
@@ -414,7 +418,9 @@ def status_data(project: Project) -> dict[str, object]:
 
 # --------------------------------------------------------------------------- init
 
-_GITIGNORE = "__pycache__/\n*.pyc\n.pytest_cache/\n.ruff_cache/\n.venv/\n*.dd-tmp\n"
+_GITIGNORE = (
+    "__pycache__/\n*.pyc\n*.egg-info/\n.pytest_cache/\n.ruff_cache/\n.venv/\n*.dd-tmp\n.dd_cache/\n"
+)
 
 
 def template_text() -> str:
@@ -426,14 +432,28 @@ def template_text() -> str:
     raise StepError("design template not found in the dd installation")
 
 
+def package_name(project_name: str) -> str:
+    """The Python package a project named `project_name` generates (`my-tool` -> `my_tool`)."""
+    name = re.sub(r"\W", "_", project_name.strip().replace("-", "_")).lower()
+    return name if name.isidentifier() else f"pkg_{name}"
+
+
 def _pyproject(name: str) -> str:
-    return f"""[project]
+    return f"""[build-system]
+requires = ["hatchling>=1.25"]
+build-backend = "hatchling.build"
+
+[project]
 name = "{name}"
 version = "0.1.0"
 requires-python = ">=3.11"
 
+[tool.hatch.build.targets.wheel]
+# The package dd generates (the documents' `package:`); `pip install -e .` installs it.
+packages = ["{package_name(name)}"]
+
 [tool.dd]
-# Where design documents live (directories are searched for *.md files that open with front matter).
+# Where design documents live (every file there is a document, unless excluded).
 docs = ["design"]
 exclude = ["design/template.md"]
 # Project pattern directories (the built-in library is always loaded).
@@ -444,6 +464,8 @@ output = "."
 steps = "steps"
 # Prompt templates (<NAME>.j2) that override or extend the shipped ones.
 prompts = "prompts"
+# Generated code is formatted by ruff to this line length.
+line-length = 100
 """
 
 

@@ -31,12 +31,16 @@ def make_project(root: Path, docs: dict[str, str]) -> Path:
     return root
 
 
+CACHE = ".dd_cache"  # dd's cache of results by content hash: scratch, not project content
+
+
 def snapshot(root: Path) -> dict[str, bytes]:
-    """Every file under `root` with its bytes (to prove that nothing was written)."""
+    """Every file under `root` with its bytes (to prove that nothing was written); dd's cache
+    and Python's bytecode caches are not the project's files."""
     return {
         p.relative_to(root).as_posix(): p.read_bytes()
         for p in sorted(root.rglob("*"))
-        if p.is_file() and "__pycache__" not in p.parts
+        if p.is_file() and "__pycache__" not in p.parts and CACHE not in p.parts
     }
 
 
@@ -69,3 +73,15 @@ def template_doc() -> Callable[[str], str]:
 
 
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+
+
+def expand_code(code: str, first_line: int, annotations: list, lib, symbol: str) -> str:
+    """`generator.expand.expand_tree` on source text: `code` with its annotations expanded."""
+    import libcst
+
+    from generator.expand import expand_tree
+
+    if not annotations:
+        return code
+    tree = libcst.parse_module(code)
+    return expand_tree(tree, code, first_line, annotations, lib, symbol)[0].code

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import ast
 import re
+import reprlib
 import textwrap
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from generator.expand import annotation_comment_lines, expand_code, expand_spec
+from generator.annotations import comment_lines as annotation_comment_lines
+from generator.expand import expand_spec
 from generator.models import Annotation, CodeBlock, DDError, Loc, Spec, SpecKind
 from generator.patterns import PatternLibrary, render_annotation
+from tests.conftest import expand_code
 
 LIB = PatternLibrary.load([])
 DOC = "design/t.md"
@@ -55,11 +58,8 @@ def test_comment_stays_and_statements_follow() -> None:
         '    """Doc."""\n'
         "    # VAL: VAL_NON_EMPTY(xs)\n"
         "    if len(xs) == 0:\n"
-        "        raise ValueError(\n"
-        '            "VAL_NON_EMPTY failed in Pool.f (design/t.md:42): expected xs to be non-empty"\n'
-        '            + " (where xs=" + repr(xs)\n'
-        '            + ")"\n'
-        "        )\n"
+        '        raise ValueError(f"VAL_NON_EMPTY failed in Pool.f (design/t.md:42): expected xs'
+        ' to be non-empty (where xs={reprlib.repr(xs)})")\n'
         "    return len(xs)\n"
     )
 
@@ -167,7 +167,7 @@ def test_module_style_is_kept_tabs_and_crlf() -> None:
     out = expand(code)
     assert "\n" not in out.replace("\r\n", "")
     assert "\r\n\tfor _dd_item in xs:\r\n\t\tif " in out
-    assert "\r\n\t\t\traise ValueError(\r\n\t\t\t\t" in out
+    assert '\r\n\t\t\traise ValueError(f"VAL_INT_RANGE failed' in out
     compile(out.replace("\r\n", "\n"), "<t>", "exec")
     assert expand(out, annotations_in(code)) == out
 
@@ -183,7 +183,7 @@ def test_expanded_code_runs(tmp_path) -> None:
             return ranks
         '''
     )
-    namespace: dict = {}
+    namespace: dict = {"reprlib": reprlib}
     exec(expand(code), namespace)  # noqa: S102
     pool = type("Pool", (), {"num_gpus": 4})()
     assert namespace["shrink"](pool, [2, 1]) == [1, 2]
@@ -209,8 +209,9 @@ def test_expand_spec() -> None:
         code=CodeBlock(code=code, info="python", loc=Loc(path=DOC, line=FIRST)),
         annotations=annotations_in(code),
     )
-    assert expand_spec(spec, LIB) == expand_code(code, FIRST, spec.annotations, LIB, "g")
-    assert expand_spec(spec.model_copy(update={"code": None}), LIB) == ""
+    tree, uses_reprlib = expand_spec(spec, LIB)
+    assert tree.code == expand_code(code, FIRST, spec.annotations, LIB, "g") and uses_reprlib
+    assert spec.code is not None and spec.code.tree().code == code  # the parsed tree is kept
 
 
 def test_annotation_comment_lines_ignore_strings_trailing_and_prose_comments() -> None:
@@ -348,11 +349,11 @@ def test_comment_nodes_fall_back_to_positions_when_counts_disagree() -> None:
     when the tokenizer and libcst would disagree on how many annotation comments there are."""
     import libcst as cst
 
-    from generator.expand import _annotation_comment_nodes
+    from generator.annotations import comment_nodes
 
     code = "def f(x):\n    # VAL: VAL_NOT_NONE(x)\n    y = x\n    # AST: AST_POSTCONDITION(y)\n    return y\n"
     module = cst.parse_module(code)
-    fast = _annotation_comment_nodes(module, [2, 4])
+    fast = comment_nodes(module, [2, 4])
     assert sorted(fast.values()) == [2, 4]
-    slow = _annotation_comment_nodes(module, [4])  # count mismatch: exact positions, filtered
+    slow = comment_nodes(module, [4])  # count mismatch: exact positions, filtered
     assert sorted(slow.values()) == [4]

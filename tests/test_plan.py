@@ -14,7 +14,6 @@ from generator.docedit import (
     EditError,
     insert_plan,
     set_plan_block,
-    set_step_field,
     set_step_fields,
 )
 from generator.models import (
@@ -311,18 +310,18 @@ def test_set_step_fields_touches_only_the_edited_and_added_lines() -> None:
 def test_set_step_field_keeps_crlf_and_everything_else() -> None:
     crlf = BASE.replace("\n", "\r\n")
     doc = parse(crlf)
-    new = set_step_field(crlf, doc.steps[1], "status", "IN_PROGRESS")
+    new = set_step_fields(crlf, doc.steps[1], {"status": "IN_PROGRESS"})
     assert new == crlf.replace(
         "- status: NOT_STARTED\r\n- depends on: 1", "- status: IN_PROGRESS\r\n- depends on: 1"
     )
-    added = set_step_field(crlf, doc.steps[1], "date", "2026-11-22")
+    added = set_step_fields(crlf, doc.steps[1], {"date": "2026-11-22"})
     assert added == crlf.replace("test_step2.py`\r\n", "test_step2.py`\r\n- date: 2026-11-22\r\n")
 
 
 def test_set_step_field_rejects_stale_positions() -> None:
     doc = parse(BASE)
     with pytest.raises(EditError):
-        set_step_field("\n" * 70, doc.steps[0], "status", "DONE")
+        set_step_fields("\n" * 70, doc.steps[0], {"status": "DONE"})
 
 
 def test_insert_plan_only_adds_lines() -> None:
@@ -385,6 +384,6 @@ def test_added_field_goes_after_a_multi_line_last_field() -> None:
     )
     doc = parse(text)
     assert doc.steps[0].verify == ["steps/demo/test_step1.py", "cmd: true"]
-    new = set_step_field(text, doc.steps[0], "date", "2026-11-22")
+    new = set_step_fields(text, doc.steps[0], {"date": "2026-11-22"})
     assert "  `cmd: true`\n- date: 2026-11-22\n" in new
     assert parse(new).steps[0].date == "2026-11-22"

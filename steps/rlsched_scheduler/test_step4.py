@@ -1,42 +1,120 @@
-"""Step 4 of design/rlsched_scheduler.md: records, counters and a constructed scheduler."""
+"""Step 4 of design/rlsched_scheduler.md: the lifecycles wired, and the handlers that span them."""
+
+import pytest
 
 from rlsched.config import RlschedConfig
-from rlsched.core.machine import Request, Scheduler, ShrinkOp, Stats, TrainOp
+from rlsched.core.buffer import TrajState
+from rlsched.core.commands import InitialLayout, Reload, StartEnvStep, SyncWeights
+from rlsched.core.events import (
+    EnvStepTimedOut,
+    OffloadDone,
+    PromptsLoaded,
+    RequestAborted,
+    RequestFinished,
+    Started,
+    TrainingDone,
+    WorkerLost,
+)
+from rlsched.core.machine import Scheduler
 from rlsched.pool import DeviceMode
 
 
-def _cfg(mode: str) -> RlschedConfig:
-    devices = {"count": 4, "gpus_per_rank": 2}
-    if mode != "colocate":
-        devices["train"] = 2
-    return RlschedConfig.model_validate(
-        {"devices": devices, "scheduler": {"mode": mode, "train_batch_size": 4, "group_size": 2}}
-    )
+def _sched(max_turns: int = 2) -> Scheduler:
+    sched = Scheduler(RlschedConfig.model_validate({
+        "devices": {"count": 2, "train": 1},
+        "scheduler": {"train_batch_size": 2, "group_size": 2, "max_turns": max_turns, "max_tokens": 100,
+                      "env_timeout_s": 10},
+    }))
+    sched._on_started(Started(0.0))
+    sched.turns.admit()  # asks for prompts: LoadPrompts(0, 2)
+    sched.turns.on_prompts_loaded(PromptsLoaded(0.0, 0, (10,)))
+    sched.turns.admit()
+    sched.turns.dispatch_queued()
+    sched.ctx.out.clear()
+    return sched
 
 
-def test_records() -> None:
-    req = Request(rid=1, tid=2, rank=0, version=0, max_new_tokens=10)
-    assert req.aborting is False
-    op = ShrinkOp((1,), (2, 3), {2, 3})
-    assert op.offload_sent == set()
-    assert TrainOp(1, (2, 3), 0, []).failed is False
-    assert Stats().events == 0 and Stats().shrinks_rolled_back == 0
-    assert Stats().env_session_timeouts == 0
+def test_the_lifecycles_share_one_context() -> None:
+    sched = _sched()
+    parts = (sched.router, sched.turns, sched.transitions, sched.trainer)
+    assert all(part.ctx is sched.ctx for part in parts)
+    assert sched.ctx.pool is sched.pool and sched.ctx.buffer is sched.buffer
+    assert sched.turns.placement is sched.placement and sched.ctx.staleness is sched.staleness
 
 
-def test_constructed_scheduler_has_no_effects_yet() -> None:
-    sched = Scheduler(_cfg("timeshare"))
-    assert sched.version == 0 and sched.step == 0 and sched.now == 0.0
-    assert sched.in_flight == 0 and sched.training is False
-    assert sched.pool.gpus_in(DeviceMode.ROLLOUT) == (0, 1, 2, 3)
-    assert [sched._routable(r) for r in range(2)] == [True, True]
-    assert sorted(sched._heap) == [(0, 0), (0, 1)]
-    assert sched._dev_op == [None] * 4 and sched._load_pending is None and not sched._started
+def test_started_announces_the_layout_once() -> None:
+    sched = Scheduler(RlschedConfig.model_validate({"devices": {"count": 4, "train": 2}, "scheduler": {"mode": "disaggregated"}}))
+    sched._on_started(Started(0.0))
+    assert sched.ctx.out == [InitialLayout((0, 1), (2, 3))]
+    sched._on_started(Started(0.0))
+    assert sched.ctx.out == [InitialLayout((0, 1), (2, 3))] and sched.ctx.stats.ignored_events == 1
 
 
-def test_disaggregated_training_gpus_start_offloaded_and_unroutable() -> None:
-    sched = Scheduler(_cfg("disaggregated"))
-    assert sched.pool.gpus_in(DeviceMode.OFFLOADED) == (2, 3)
-    assert sched._routable(0) and not sched._routable(1)
-    sched._push_rank(1)
-    assert (0, 1) not in sched._heap
+def test_finished_and_aborted_requests_free_the_slot_and_move_the_turn() -> None:
+    sched = _sched()
+    sched._on_request_finished(RequestFinished(1.0, 0, 7))
+    assert sched.ctx.out == [StartEnvStep(0, 0, 10.0)]  # clock 0: handlers called directly
+    assert sched.router.load == [0, 1] and sched.ctx.stats.finished == 1
+    sched._on_request_aborted(RequestAborted(1.0, 1, 4))
+    assert sched.buffer.trajs[1].state is TrajState.QUEUED and sched.ctx.stats.aborted == 1
+    sched.turns.on_env_step_timed_out(EnvStepTimedOut(11.0, 0, 0))
+    assert sched.buffer.trajs[0].timed_out and sched.ctx.stats.env_timeouts == 1
+    sched._on_request_finished(RequestFinished(1.0, 42, 1))  # unknown: ignored, counted
+    assert sched.ctx.stats.ignored_events == 1
+
+
+def _trained_ready() -> Scheduler:
+    """Timeshare on 4 GPUs (train = 2, 3): one complete group, training set shrunk and training."""
+    sched = Scheduler(RlschedConfig.model_validate({
+        "devices": {"count": 4, "train": 2},
+        "scheduler": {"train_batch_size": 2, "group_size": 2, "staleness": 1, "max_tokens": 100},
+    }))
+    sched.turns.backlog.append(10)
+    sched.turns.admit()
+    sched.turns.dispatch_queued()
+    for rid in (0, 1):
+        sched._on_request_finished(RequestFinished(0.0, rid, 5))
+        sched.turns.complete(sched.buffer.trajs[rid])
+    sched.transitions.begin_shrink((2, 3))
+    for device in (2, 3):
+        sched.transitions.on_offload_done(OffloadDone(1.0, device, sched.transitions.dev_op[device]))
+    assert sched.transitions.shrink is None and sched.ctx.stats.shrinks_committed == 1
+    sched.trainer.begin((2, 3))
+    sched.ctx.out.clear()
+    return sched
+
+
+def test_training_done_bumps_the_version_expands_and_syncs() -> None:
+    sched = _trained_ready()
+    with pytest.raises(ValueError, match="VAL_INT_RANGE failed"):
+        sched._on_training_done(TrainingDone(2.0, 1, 5))
+    sched._on_training_done(TrainingDone(2.0, 1, 1))
+    assert sched.ctx.version == 1 and sched.ctx.stats.train_steps == 1 and sched.buffer.trained_groups == 1
+    op_id = sched.transitions.dev_op[2]
+    assert sched.ctx.out == [Reload(op_id, (2, 3)), SyncWeights(1, (2, 3)), SyncWeights(1, (0, 1))]
+
+
+def test_lost_training_gpu_fails_the_step_and_keeps_the_batch() -> None:
+    sched = _trained_ready()
+    sched._on_worker_lost(WorkerLost(2.0, 3))
+    assert sched.pool.mode(3) is DeviceMode.LOST and list(sched.buffer.ready) == [0]
+    sched._on_training_done(TrainingDone(3.0, 1, 1, ok=True))  # too late: the step failed
+    assert sched.ctx.version == 0 and sched.ctx.stats.train_steps_failed == 1
+    assert sched.pool.mode(2) is DeviceMode.OFFLOADED and sched.trainer.op is None
+
+
+def test_lost_gpu_mid_shrink_rolls_back_and_requeues() -> None:
+    sched = Scheduler(RlschedConfig.model_validate({
+        "devices": {"count": 4, "train": 2},
+        "scheduler": {"train_batch_size": 4, "group_size": 4, "max_tokens": 100},
+    }))
+    sched.turns.backlog.append(10)
+    sched.turns.admit()
+    sched.turns.dispatch_queued()
+    sched.transitions.begin_shrink((2, 3))
+    sched._on_worker_lost(WorkerLost(1.0, 3))
+    assert sched.ctx.stats.shrinks_rolled_back == 1 and sched.transitions.shrink is None
+    assert sched.pool.mode(2) is DeviceMode.ROLLOUT  # undrained: straight back
+    assert sched.buffer.trajs[3].rid is None  # the lost rank's request is queued again
+    sched._on_worker_lost(WorkerLost(1.0, 3))
+    assert sched.ctx.stats.ignored_events == 1

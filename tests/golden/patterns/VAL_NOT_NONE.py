@@ -6,4 +6,7 @@ def check(engine):
     """Run the example of VAL_NOT_NONE."""
     # VAL: VAL_NOT_NONE(engine)
     if engine is None:
-        raise ValueError("VAL_NOT_NONE failed in Golden.check (design/golden.md:3): expected engine to be not None")
+        raise ValueError(
+            "VAL_NOT_NONE failed in Golden.check (design/golden.md:3): expected engine to be not "
+            "None"
+        )

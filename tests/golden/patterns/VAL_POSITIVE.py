@@ -1,6 +1,8 @@
 # Golden rendering of the VAL_POSITIVE example, checked by tests/test_patterns.py.
 # Regenerate with DD_UPDATE_GOLDEN=1 after a deliberate template change.
 
+import reprlib
+
 
 def check(batch_size):
     """Run the example of VAL_POSITIVE."""
@@ -11,7 +13,6 @@ def check(batch_size):
         _dd_ok = False
     if not _dd_ok:
         raise ValueError(
-            "VAL_POSITIVE failed in Golden.check (design/golden.md:3): expected batch_size to be a number > 0"
-            + " (where batch_size=" + repr(batch_size)
-            + ")"
+            "VAL_POSITIVE failed in Golden.check (design/golden.md:3): expected batch_size to be "
+            f"a number > 0 (where batch_size={reprlib.repr(batch_size)})"
         )

@@ -1,0 +1,120 @@
+"""The annotation grammar (`# VAL: PATTERN_ID(args)` / `# AST: PATTERN_ID(args)`), shared by the
+parser, which reads annotations out of a spec's code, and the expander, which finds the comment
+nodes to insert the checks after.
+
+Anything starting `# VAL`/`# AST` not followed by a letter or digit must be a well-formed
+annotation, so `# VAL_INT_RANGE(x)` (missing `VAL:`) is an error while `# VALIDATE ...` is prose.
+Only real comments count: text inside strings and docstrings is never an annotation.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import tokenize
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import libcst as cst
+
+_START = re.compile(r"#\s*(VAL|AST)(?![A-Za-z0-9])")
+_FULL = re.compile(r"#\s*(VAL|AST):\s*([A-Z][A-Z0-9_]*)\((.*)\)\s*$")
+
+
+@dataclass(frozen=True)
+class Comment:
+    """A comment of a code block: code line (1-based), column (0-based), text, and whether it is
+    alone on its line."""
+
+    line: int
+    col: int
+    text: str
+    own_line: bool
+
+
+def starts_like_annotation(text: str) -> str | None:
+    """`VAL` or `AST` when the comment `text` must be an annotation, else None."""
+    match = _START.match(text)
+    return match.group(1) if match else None
+
+
+def parse(text: str) -> tuple[str, str, str] | None:
+    """(kind, pattern ID, raw arguments) of a well-formed annotation comment, else None."""
+    match = _FULL.match(text.strip())
+    return (match.group(1), match.group(2), match.group(3)) if match else None
+
+
+def scan(code: str) -> tuple[list[Comment], int | None]:
+    """Every comment of `code` in order, and the line of the `:` that ends the first `def`'s
+    signature (None when `code` defines no function at its top level).
+
+    `code` must be valid Python (the caller parsed it). One pass of the tokenizer.
+    """
+    comments: list[Comment] = []
+    header_end: int | None = None
+    depth = 0
+    in_def = False
+    for tok in _tokens(code):
+        if tok.type == tokenize.COMMENT:
+            own_line = not tok.line[: tok.start[1]].strip()
+            comments.append(Comment(tok.start[0], tok.start[1], tok.string.strip(), own_line))
+        elif header_end is not None or tok.type not in (tokenize.NAME, tokenize.OP):
+            continue
+        elif tok.string == "def" and depth == 0:
+            in_def = True
+        elif tok.string in ("(", "[", "{"):
+            depth += 1
+        elif tok.string in (")", "]", "}"):
+            depth -= 1
+        elif tok.string == ":" and depth == 0 and in_def:
+            header_end = tok.start[0]
+    return comments, header_end
+
+
+def _tokens(code: str) -> list[tokenize.TokenInfo]:
+    """The tokens of `code`, as far as the tokenizer gets (it is stricter than libcst in rare
+    corners; what it cannot read holds no annotation dd would find)."""
+    found: list[tokenize.TokenInfo] = []
+    try:
+        found.extend(tokenize.generate_tokens(io.StringIO(code).readline))
+    except (tokenize.TokenError, SyntaxError):
+        pass
+    return found
+
+
+def comment_lines(code: str) -> list[int]:
+    """Code lines (1-based, in order) of own-line comments that start like an annotation."""
+    comments, _ = scan(code)
+    return [c.line for c in comments if c.own_line and starts_like_annotation(c.text)]
+
+
+def comment_nodes(module: cst.Module, lines: list[int]) -> dict[int, int]:
+    """id(EmptyLine) -> code line for the own-line annotation comments of `module`.
+
+    libcst visits whitespace in source order, so the k-th annotation comment node is the one on
+    the k-th line of `lines` (from `comment_lines`). Should the counts ever disagree, libcst's
+    position metadata decides (exact, but several times slower).
+    """
+    import libcst as cst
+    from libcst.metadata import MetadataWrapper, PositionProvider
+
+    class Collect(cst.CSTVisitor):
+        def __init__(self) -> None:
+            super().__init__()
+            self.found: list[cst.EmptyLine] = []
+
+        def visit_EmptyLine(self, node: cst.EmptyLine) -> None:
+            if node.comment is not None and starts_like_annotation(node.comment.value):
+                self.found.append(node)
+
+    visitor = Collect()
+    module.visit(visitor)
+    if len(visitor.found) == len(lines):
+        return {id(node): line for node, line in zip(visitor.found, lines, strict=True)}
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    return {
+        id(node): positions[node].start.line
+        for node in visitor.found
+        if positions[node].start.line in lines
+    }

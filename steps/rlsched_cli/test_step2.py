@@ -1,0 +1,65 @@
+"""Step 2 of design/rlsched_cli.md: `rlsched check-config FILE` for scheduler and simulator configs."""
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from rlsched.cli import cli
+
+EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples").glob("*.yaml"))
+SIM_EXAMPLES = [p for p in EXAMPLES if "policies:" in p.read_text()]
+
+
+@pytest.mark.parametrize("path", EXAMPLES, ids=[p.stem for p in EXAMPLES])
+def test_shipped_examples_are_valid(path: Path) -> None:
+    result = CliRunner().invoke(cli, ["check-config", str(path)])
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith(f"{path}: ok")
+
+
+def test_seed_experiment_resolves_as_described() -> None:
+    path = next(p for p in EXAMPLES if p.stem == "timeshare_160")
+    out = CliRunner().invoke(cli, ["check-config", str(path)]).output
+    assert "mode timeshare, 160 devices (128 train), 8 per rank" in out
+    assert "batch 512 trajectories = 64 groups of 8" in out
+    assert "shrink after 461 completed" in out  # ceil(0.9 * 512)
+
+
+def test_every_problem_is_reported_with_its_key_path(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(
+        "devices: {count: 8, train: 9}\n"
+        "scheduler: {mode: timeshare, train_batch_size: 10, group_size: 4, staleness: 0, migrate: resume}\n"
+    )
+    result = CliRunner().invoke(cli, ["check-config", str(bad)])
+    assert result.exit_code == 1
+    lines = result.output.splitlines()
+    assert any(line.startswith(f"{bad}: scheduler.migrate:") for line in lines)
+    assert not any(line.endswith(": ok") for line in lines)
+
+
+def test_simulator_configs_show_every_parameter_with_its_source() -> None:
+    assert SIM_EXAMPLES
+    path = next(p for p in SIM_EXAMPLES if p.stem == "paper_160gpu")
+    out = CliRunner().invoke(cli, ["check-config", str(path)]).output
+    assert out.startswith(f"{path}: ok")
+    assert "policy disaggregated: disaggregated, 128 training devices" in out
+    assert "decode_rank_tokens_per_s = 4000.0  [GPUStack performance lab" in out
+
+
+def test_simulator_config_problems_are_listed_with_key_paths(tmp_path: Path) -> None:
+    bad = tmp_path / "sim.yaml"
+    bad.write_text("devices: {count: 4}\npolicies: {ts: {mode: timeshare, train: 9}}\ncost: {}\nworkload: {}\n")
+    result = CliRunner().invoke(cli, ["check-config", str(bad)])
+    assert result.exit_code == 1
+    assert f"{bad}: cost.decode_rank_tokens_per_s: Field required" in result.output
+
+
+def test_invalid_yaml_is_a_problem_not_a_traceback(tmp_path: Path) -> None:
+    bad = tmp_path / "broken.yaml"
+    bad.write_text("devices: {count: 4\nscheduler: [\n")
+    result = CliRunner().invoke(cli, ["check-config", str(bad)])
+    assert result.exit_code == 1
+    assert result.output.startswith(f"{bad}: <root>: not valid YAML at line ")
+    assert result.exception is None or isinstance(result.exception, SystemExit)

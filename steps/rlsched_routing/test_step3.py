@@ -1,0 +1,39 @@
+"""Step 3 of design/rlsched_routing.md: aborting requests and forgetting a lost rank."""
+
+from core_parts import CoreParts
+
+from rlsched.core.commands import Abort
+
+
+def _running() -> CoreParts:
+    parts = CoreParts({"devices": {"count": 2, "train": 1},
+                       "scheduler": {"train_batch_size": 4, "group_size": 4, "max_inflight_per_rank": 4}})
+    parts.buffer.admit_group(10)
+    for tid in range(4):
+        parts.router.dispatch(parts.buffer.trajs[tid], tid % 2)
+    parts.ctx.out.clear()
+    return parts
+
+
+def test_abort_rank_aborts_each_request_once() -> None:
+    parts = _running()
+    parts.router.abort_rank(1)
+    parts.router.abort_rank(1)
+    assert parts.ctx.out == [Abort(1, (1, 3))]
+    assert [parts.router.requests[r].aborting for r in range(4)] == [False, True, False, True]
+
+
+def test_abort_requests_groups_by_rank_in_rank_order_and_counts() -> None:
+    parts = _running()
+    parts.router.abort_rank(0)  # requests 0 and 2 are already being aborted
+    parts.ctx.out.clear()
+    assert parts.router.abort_requests([3, 2, 1, 0, 99]) == 2
+    assert parts.ctx.out == [Abort(1, (3, 1))]
+
+
+def test_lose_rank_returns_its_requests_in_id_order() -> None:
+    parts = _running()
+    lost = parts.router.lose_rank(1)
+    assert [r.rid for r in lost] == [1, 3]
+    assert parts.router.inflight[1] == set() and parts.router.load == [2, 0]
+    assert sorted(parts.router.requests) == [0, 2]

@@ -1,0 +1,83 @@
+"""Step 4 of design/rlsched_routing.md: admission, prompt loads and the queue of turns."""
+
+import pytest
+from core_parts import CoreParts
+
+from rlsched.core.commands import Dispatch, LoadPrompts
+from rlsched.core.events import PromptsLoaded
+
+
+def _parts(cap: int = 2, max_turns: int = 100) -> CoreParts:
+    return CoreParts({
+        "devices": {"count": 2, "train": 1},
+        "scheduler": {"train_batch_size": 2, "group_size": 2, "staleness": 1, "max_tokens": 100,
+                      "max_inflight_per_rank": cap, "max_turns": max_turns, "env_timeout_s": 10},
+    })
+
+
+def test_admission_asks_for_prompts_once() -> None:
+    parts = _parts()
+    parts.turns.admit()
+    assert parts.ctx.out == [LoadPrompts(0, 2)]  # (staleness + 1) batches of one group
+    assert parts.turns.load_pending == 0
+    parts.turns.admit()
+    assert parts.ctx.out == [LoadPrompts(0, 2)]  # one outstanding request at a time
+
+
+def test_dispatch_fills_least_loaded_ranks_up_to_the_cap() -> None:
+    parts = _parts(cap=2)
+    parts.turns.backlog.extend([10, 20])
+    parts.turns.admit()
+    assert parts.buffer.live_groups == 2 and parts.ctx.out == []
+    parts.turns.dispatch_queued()
+    dispatches = [c for c in parts.ctx.out if isinstance(c, Dispatch)]
+    assert [(d.rid, d.tid, d.rank) for d in dispatches] == [(0, 0, 0), (1, 1, 1), (2, 2, 0), (3, 3, 1)]
+    first = dispatches[0]
+    assert (first.context_tokens, first.resume_tokens, first.max_new_tokens, first.version) == (10, 0, 90, 0)
+    assert first.env_deadline is None  # no environment session before the first step
+    assert parts.in_flight == 4 and parts.router.pick_rank() is None
+
+
+def test_expired_queued_sessions_end_before_anything_is_dispatched() -> None:
+    parts = _parts(cap=1)
+    parts.turns.backlog.append(10)
+    parts.turns.admit()
+    expired, fresh = parts.buffer.trajs[0], parts.buffer.trajs[1]
+    expired.env_deadline, fresh.env_deadline = 5.0, 9.0
+    parts.turns.expiries.extend([(5.0, 0), (9.0, 1)])  # as the turn loop records them
+    parts.ctx.now = 5.0  # the deadline is reached at exactly env_deadline
+    parts.ctx.out.clear()
+    parts.turns.expire_queued()
+    assert expired.state.name == "DONE" and expired.timed_out and expired.rid is None
+    assert fresh.state.name == "QUEUED" and parts.turns.expiries == [(9.0, 1)]
+    parts.turns.dispatch_queued()
+    assert [(c.tid, c.env_deadline) for c in parts.ctx.out if isinstance(c, Dispatch)] == [(1, 9.0)]
+    assert parts.stats.env_session_timeouts == 1 and parts.buffer.completed == 1
+
+
+def test_prompts_are_validated_and_exhaustion_is_remembered() -> None:
+    parts = _parts()
+    parts.turns.admit()  # LoadPrompts(0, 2)
+    parts.turns.on_prompts_loaded(PromptsLoaded(0.0, 0, (10,)))
+    parts.turns.admit()  # one group admitted, a second load for the one still missing
+    load_id = parts.turns.load_pending
+    assert load_id == 1
+    with pytest.raises(ValueError, match="VAL_INT_RANGE failed"):
+        parts.turns.on_prompts_loaded(PromptsLoaded(0.0, load_id, (0,)))
+    assert parts.turns.load_pending == load_id  # rejected: nothing changed
+    parts.turns.on_prompts_loaded(PromptsLoaded(0.0, load_id, ()))
+    assert parts.turns.exhausted and parts.turns.load_pending is None
+
+
+def test_only_the_outstanding_prompt_load_is_applied() -> None:
+    """A duplicated or unknown PromptsLoaded must not admit prompts twice."""
+    parts = _parts()
+    parts.turns.admit()
+    parts.turns.on_prompts_loaded(PromptsLoaded(0.0, 0, (10,)))
+    parts.turns.admit()
+    assert parts.buffer.admitted_groups == 1 and parts.turns.load_pending == 1
+    backlog = list(parts.turns.backlog)
+    parts.turns.on_prompts_loaded(PromptsLoaded(0.5, 0, (10,)))  # the first answer, again
+    parts.turns.on_prompts_loaded(PromptsLoaded(0.5, 7, (10,)))  # an id never sent
+    assert list(parts.turns.backlog) == backlog and parts.stats.ignored_events == 2
+    assert parts.turns.load_pending == 1

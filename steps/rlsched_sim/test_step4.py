@@ -1,0 +1,46 @@
+"""Step 4 of design/rlsched_sim.md: the simulator config file and its loader."""
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from rlsched.config import ConfigError
+from rlsched.sim.params import load_sim_config
+
+ROOT = Path(__file__).resolve().parents[2]
+FOUR = ROOT / "examples" / "four_gpu.yaml"
+
+
+def test_examples_load_and_make_valid_policies() -> None:
+    for name in ("four_gpu.yaml", "paper_160gpu.yaml"):
+        sim = load_sim_config(ROOT / "examples" / name)
+        for policy in sim.policies:
+            assert sim.policy_config(policy).scheduler.mode == sim.policies[policy].mode
+    paper = load_sim_config(ROOT / "examples" / "paper_160gpu.yaml")
+    assert paper.policy_config("disaggregated").train_devices() == tuple(range(32, 160))
+
+
+def test_policy_errors_name_the_keys_the_user_wrote() -> None:
+    data = yaml.safe_load(FOUR.read_text())
+    data["policies"]["timeshare"]["train"] = 9
+    data["policies"]["disaggregated"]["scheduler"] = {"staleness": -1}
+    with pytest.raises(ConfigError) as info:
+        load_sim_config(data)
+    problems = info.value.problems
+    assert any(p.startswith("policies.timeshare.train:") for p in problems)
+    assert any(p.startswith("policies.disaggregated.scheduler.staleness:") for p in problems)
+
+
+def test_workload_needs_every_distribution_or_a_trace(tmp_path: Path) -> None:
+    data = yaml.safe_load(FOUR.read_text())
+    del data["workload"]["turns"]
+    with pytest.raises(ConfigError, match=r"workload\.turns: required"):
+        load_sim_config(data)
+    data["workload"] = {"trace": "groups.jsonl"}
+    path = tmp_path / "sim.yaml"
+    path.write_text(yaml.safe_dump(data))
+    with pytest.raises(ConfigError, match="workload.trace: no such file"):
+        load_sim_config(path)
+    (tmp_path / "groups.jsonl").write_text('{"prompt_tokens": 5, "samples": [[[1, 0, 0.1]]]}\n')
+    assert load_sim_config(path).workload.trace == tmp_path / "groups.jsonl"
