@@ -5,6 +5,7 @@ import time
 
 import pytest
 
+from rlsched.envs.base import BUILTIN_ENVS, Env, make_env, resolve_env
 from rlsched.envs.grid import GRID_WORDS, MOVES, FaultyGridWalk, GridWalk
 
 
@@ -85,3 +86,13 @@ def test_faulty_grid_raises_and_hangs_reproducibly() -> None:
     assert time.perf_counter() - started >= 0.05
     with pytest.raises(ValueError, match="VAL_FLOAT_RANGE"):
         FaultyGridWalk(fail_prob=0.8, hang_prob=0.5)
+
+
+def test_registry_resolves_builtins_and_module_paths() -> None:
+    assert set(BUILTIN_ENVS) == {"grid", "faulty-grid"}
+    grid = resolve_env("grid")
+    assert resolve_env("rlsched.envs.grid:GridWalk") is grid
+    env = make_env("grid", {"size": 3, "max_steps": 5})
+    assert isinstance(env, Env) and env.size == 3
+    with pytest.raises(ValueError, match="cannot import environment"):
+        resolve_env("rlsched.envs.grid:Missing")
