@@ -4,7 +4,7 @@ import random
 
 import pytest
 
-from rlsched.envs.base import BUILTIN_ENVS, Env, EnvStep, StepLatency, make_env, resolve_env
+from rlsched.envs.base import EnvStep, StepLatency, resolve_env
 
 
 def test_env_step_done_is_terminated_or_truncated() -> None:
@@ -13,20 +13,11 @@ def test_env_step_done_is_terminated_or_truncated() -> None:
     assert not EnvStep("o", 0.0, False, False).done
 
 
-def test_registry_resolves_builtins_and_module_paths() -> None:
-    assert set(BUILTIN_ENVS) == {"grid", "faulty-grid"}
-    grid = resolve_env("grid")
-    assert resolve_env("rlsched.envs.grid:GridWalk") is grid
-    env = make_env("grid", {"size": 3, "max_steps": 5})
-    assert isinstance(env, Env) and env.size == 3
-
-
 @pytest.mark.parametrize(
     ("name", "message"),
     [
         ("nope", "unknown environment 'nope'"),
         ("no_such_pkg.mod:Env", "cannot import environment"),
-        ("rlsched.envs.grid:Missing", "cannot import environment"),
         ("rlsched.envs.base:StepLatency", "lacks reset, step, words, actions"),
     ],
 )
