@@ -23,6 +23,7 @@ def worker(device: int) -> DeviceWorker:
 
 def test_two_devices_train_one_step_and_an_engine_serves_it_after_reload() -> None:
     a, b = worker(0), worker(1)
+    assert (a.ping(), b.ping()) == (0, 1)
     pa = a.train_grads(DATA[:1], 0, None)
     pb = b.train_grads(DATA[1:], 0, None)
     assert a.train_apply(pa, pb)["tokens"] == 2.0
