@@ -19,7 +19,6 @@ def worker() -> DeviceWorker:
 
 def test_concurrent_generate_calls_each_get_their_answer() -> None:
     w = worker()
-    assert w.ping() == 0
     results: dict[int, object] = {}
 
     def call(rid: int, n: int) -> None:
