@@ -40,14 +40,14 @@ def test_the_longest_matching_suffix_wins_then_the_most_frequent_continuation() 
 def test_ngrams_never_span_two_sequences_and_proposing_changes_nothing() -> None:
     drafter = GroupDrafter(max_ngram=2, min_ngram=2)
     drafter.add_sequence([1, 2])
-    drafter.add_sequence([3, 4])
+    drafter.add_sequence([3, 4, 5])
     assert drafter.propose([2, 3], 1) == []  # (2, 3) is not an n-gram of the group
     assert drafter.propose([5, 2], 1) == []  # min_ngram 2: a 1-gram match is not enough
     before = copy.deepcopy((drafter.sequences, drafter.index))
     drafter.propose([1, 2], 4)
     drafter.propose([9, 3], 4)
     assert (drafter.sequences, drafter.index) == before
-    assert drafter.propose([9, 3], 4) == [4]
+    assert drafter.propose([0, 3, 4], 4) == [5]
 
 
 def test_a_lookup_walks_only_the_most_recent_occurrences() -> None:
