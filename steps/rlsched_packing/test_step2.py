@@ -51,9 +51,8 @@ def test_unpack_gives_back_exactly_what_was_packed(batch: list[dict[str, torch.T
     for original, given_batch in zip(copies, batch, strict=True):  # the input is not changed
         assert all(torch.equal(given_batch[name], original[name]) for name in original)
     # bytes: the packed form is the real positions plus cu_seqlens ...
-    per_position = sum(t.element_size() * t[0:1].numel() // max(1, t[0:1].shape[0]) if t.shape[0] else
-                       t.element_size() * t.shape[1:].numel() for t in batch[0].values())
-    assert packed.nbytes == sum(lengths) * per_position + 8 * (len(batch) + 1)
+    real = sum(t.nbytes for trajectory in batch for t in trajectory.values())
+    assert packed.nbytes == real + 8 * (len(batch) + 1)
     # ... the padded form is what pad_sequence builds, plus the lengths
     padded = sum(pad_sequence([t[name] for t in batch], batch_first=True).nbytes for name in batch[0])
     assert padded_nbytes(batch) == padded + 8 * len(batch)
