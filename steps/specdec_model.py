@@ -40,9 +40,16 @@ def documents(phrase_list: list[list[int]], n: int, length: int, seed: int = 0) 
 
 def llama_config(**overrides: int) -> LlamaConfig:
     settings = dict(
-        vocab_size=VOCAB, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=1024,
-        bos_token_id=None, eos_token_id=None, pad_token_id=None,
+        vocab_size=VOCAB,
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=1024,
+        bos_token_id=None,
+        eos_token_id=None,
+        pad_token_id=None,
     )
     settings.update(overrides)
     return LlamaConfig(**settings)
@@ -54,8 +61,14 @@ def random_model(family: str, seed: int) -> torch.nn.Module:
     if family == "llama":
         return LlamaForCausalLM(llama_config()).eval()
     config = GPT2Config(
-        vocab_size=VOCAB, n_embd=64, n_layer=2, n_head=4, n_positions=1024,
-        bos_token_id=None, eos_token_id=None, pad_token_id=None,
+        vocab_size=VOCAB,
+        n_embd=64,
+        n_layer=2,
+        n_head=4,
+        n_positions=1024,
+        bos_token_id=None,
+        eos_token_id=None,
+        pad_token_id=None,
     )
     return GPT2LMHeadModel(config).eval()
 

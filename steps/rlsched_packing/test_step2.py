@@ -8,8 +8,16 @@ from torch.nn.utils.rnn import pad_sequence
 
 from rlsched.packing import pack, padded_nbytes, unpack
 
-DTYPES = [torch.int64, torch.int32, torch.uint8, torch.bool, torch.float32, torch.float16,
-          torch.bfloat16, torch.float64]
+DTYPES = [
+    torch.int64,
+    torch.int32,
+    torch.uint8,
+    torch.bool,
+    torch.float32,
+    torch.float16,
+    torch.bfloat16,
+    torch.float64,
+]
 
 
 def values(length: int, dtype: torch.dtype, trailing: tuple[int, ...], seed: int) -> torch.Tensor:
@@ -24,12 +32,24 @@ def values(length: int, dtype: torch.dtype, trailing: tuple[int, ...], seed: int
 
 @st.composite
 def batches(draw: st.DrawFn) -> list[dict[str, torch.Tensor]]:
-    names = draw(st.lists(st.sampled_from(["input_ids", "logprobs", "advantages", "loss_mask", "h"]),
-                          min_size=1, max_size=4, unique=True))
-    kinds = {name: (draw(st.sampled_from(DTYPES)), draw(st.sampled_from([(), (2,), (3, 2)]))) for name in names}
+    names = draw(
+        st.lists(
+            st.sampled_from(["input_ids", "logprobs", "advantages", "loss_mask", "h"]),
+            min_size=1,
+            max_size=4,
+            unique=True,
+        )
+    )
+    kinds = {
+        name: (draw(st.sampled_from(DTYPES)), draw(st.sampled_from([(), (2,), (3, 2)])))
+        for name in names
+    }
     lengths = draw(st.lists(st.integers(0, 40), min_size=1, max_size=8))
     return [
-        {name: values(length, dtype, trailing, seed=31 * i + j) for j, (name, (dtype, trailing)) in enumerate(kinds.items())}
+        {
+            name: values(length, dtype, trailing, seed=31 * i + j)
+            for j, (name, (dtype, trailing)) in enumerate(kinds.items())
+        }
         for i, length in enumerate(lengths)
     ]
 
@@ -54,13 +74,18 @@ def test_unpack_gives_back_exactly_what_was_packed(batch: list[dict[str, torch.T
     real = sum(t.nbytes for trajectory in batch for t in trajectory.values())
     assert packed.nbytes == real + 8 * (len(batch) + 1)
     # ... the padded form is what pad_sequence builds, plus the lengths
-    padded = sum(pad_sequence([t[name] for t in batch], batch_first=True).nbytes for name in batch[0])
+    padded = sum(
+        pad_sequence([t[name] for t in batch], batch_first=True).nbytes for name in batch[0]
+    )
     assert padded_nbytes(batch) == padded + 8 * len(batch)
 
 
 def test_a_long_tailed_batch_packs_into_a_fraction_of_the_padded_bytes() -> None:
     lengths = [10] * 15 + [1000]
-    batch = [{"input_ids": torch.zeros(n, dtype=torch.int64), "logprobs": torch.zeros(n)} for n in lengths]
+    batch = [
+        {"input_ids": torch.zeros(n, dtype=torch.int64), "logprobs": torch.zeros(n)}
+        for n in lengths
+    ]
     packed = pack(batch)
     assert packed.nbytes == 1150 * 12 + 17 * 8
     assert padded_nbytes(batch) == 16 * 1000 * 12 + 16 * 8

@@ -80,7 +80,12 @@ def test_bad_input_is_refused_and_changes_nothing() -> None:
 
 def test_draft_length_grows_on_full_acceptance_and_shrinks_on_rejection_within_bounds() -> None:
     length = DraftLength(k_init=2, k_min=1, k_max=4)
-    assert [length.update(2, 2), length.update(3, 3), length.update(4, 4), length.update(4, 4)] == [3, 4, 4, 4]
+    assert [length.update(2, 2), length.update(3, 3), length.update(4, 4), length.update(4, 4)] == [
+        3,
+        4,
+        4,
+        4,
+    ]
     assert length.update(4, 1) == 3  # a rejection: one shorter
     assert length.update(3, 0) == 2
     assert length.update(2, 1) == 1

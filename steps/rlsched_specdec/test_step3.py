@@ -5,7 +5,7 @@ import torch
 from specdec_model import random_model
 from transformers import DynamicCache
 
-from rlsched.specdec.decoder import Decoding, SpeculativeDecoder, SpecStats, rollback_cache
+from rlsched.specdec.decoder import Decoding, SpecStats, SpeculativeDecoder, rollback_cache
 from rlsched.specdec.drafter import GroupDrafter
 
 PROMPT = [5, 9, 11, 5, 9, 30, 2]

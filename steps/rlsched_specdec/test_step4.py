@@ -9,7 +9,7 @@ import pytest
 import torch
 from specdec_model import phrase_model, phrases, random_model
 
-from rlsched.specdec.decoder import SpeculativeDecoder, SpecStats
+from rlsched.specdec.decoder import SpecStats, SpeculativeDecoder
 from rlsched.specdec.drafter import GroupDrafter
 
 
@@ -20,7 +20,9 @@ def trained() -> torch.nn.Module:
 
 @torch.no_grad()
 def reference(model: torch.nn.Module, prompt: list[int], n: int) -> list[int]:
-    out = model.generate(torch.tensor([prompt]), max_new_tokens=n, min_new_tokens=n, do_sample=False)
+    out = model.generate(
+        torch.tensor([prompt]), max_new_tokens=n, min_new_tokens=n, do_sample=False
+    )
     return out[0, len(prompt) :].tolist()
 
 
@@ -31,7 +33,9 @@ def prompt_of(seed: int) -> list[int]:
 
 @pytest.mark.parametrize("family", ["llama", "gpt2"])
 @pytest.mark.parametrize("seed", [0, 1, 2])
-def test_greedy_output_is_that_of_plain_greedy_decoding_whatever_is_drafted(family: str, seed: int) -> None:
+def test_greedy_output_is_that_of_plain_greedy_decoding_whatever_is_drafted(
+    family: str, seed: int
+) -> None:
     model = random_model(family, seed)
     prompt = prompt_of(seed)
     expected = reference(model, prompt, 40)
@@ -65,7 +69,9 @@ def test_a_group_drafts_from_its_other_responses_and_stays_exact(trained: torch.
     assert len(drafter.sequences) == 15
 
 
-def test_a_greedy_group_and_a_near_greedy_sampled_one_match_greedy_decoding(trained: torch.nn.Module) -> None:
+def test_a_greedy_group_and_a_near_greedy_sampled_one_match_greedy_decoding(
+    trained: torch.nn.Module,
+) -> None:
     prompt = [*phrases(0)[4], 7]
     expected = reference(trained, prompt, 30)
     decoder = SpeculativeDecoder(trained, GroupDrafter(), k_init=2, k_max=5)
@@ -76,7 +82,9 @@ def test_a_greedy_group_and_a_near_greedy_sampled_one_match_greedy_decoding(trai
     assert cold.tokens == expected and cold.stats.accepted > 0
 
 
-def test_every_round_keeps_the_cache_one_behind_and_respects_the_budget(trained: torch.nn.Module) -> None:
+def test_every_round_keeps_the_cache_one_behind_and_respects_the_budget(
+    trained: torch.nn.Module,
+) -> None:
     drafter = GroupDrafter()
     decoder = SpeculativeDecoder(trained, drafter, k_init=8, k_max=8)
     prompt = phrases(0)[1] * 3
