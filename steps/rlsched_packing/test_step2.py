@@ -8,6 +8,8 @@ from torch.nn.utils.rnn import pad_sequence
 
 from rlsched.packing import pack, padded_nbytes, unpack
 
+torch.set_num_threads(1)  # many tiny tensors: one thread is fastest on a shared 2-core machine
+
 DTYPES = [
     torch.int64,
     torch.int32,

@@ -6,6 +6,10 @@ import torch
 from rlsched.specdec.verify import accept_greedy, accept_sampled
 from rlsched.specdec.vllm_config import vllm_speculative_config
 
+# thousands of tiny tensor operations: one thread (two per process oversubscribe a shared 2-core
+# machine and ran this file 30x slower)
+torch.set_num_threads(1)
+
 
 def one_hot_rows(choices: list[int], vocab: int = 6) -> torch.Tensor:
     logits = torch.zeros(len(choices), vocab)
