@@ -29,7 +29,7 @@ def test_oracle_serves_the_longest_true_length_first() -> None:
 def test_make_placement_follows_the_config() -> None:
     def cfg(kind: str) -> RlschedConfig:
         return RlschedConfig.model_validate(
-            {"devices": {"count": 2}, "scheduler": {"placement": kind}}
+            {"devices": {"count": 2}, "scheduler": {"mode": "colocate", "placement": kind}}
         )
 
     assert type(make_placement(cfg("fifo"))) is FifoPlacement
