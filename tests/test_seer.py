@@ -39,7 +39,7 @@ def test_probes_of_new_groups_are_dispatched_first() -> None:
 
 def test_oracle_dispatches_the_longest_trajectories_first() -> None:
     lengths = {tid: (tid * 37) % 11 for tid in range(12)}
-    placement = OraclePlacement(lambda traj: lengths[traj.tid])
+    placement = OraclePlacement(lambda traj: lengths[traj.tid], fifo_every=100)  # no FIFO pick
     core = Scheduler(_config(max_inflight_per_rank=4), placement=placement)
     out = _start(core, (10, 10, 10))
     first = [c.tid for c in out if isinstance(c, Dispatch)]
