@@ -16,6 +16,9 @@ event of simulated runs, on the four-GPU example and on random small worlds:
   were offloaded again right after they returned.
 * A complete group is never dropped as stale after a fresher group was trained in its place.
 
+Seer's orders and divided rollout (issue 9; design/rlsched_seer.md) must keep all four: the
+same runs repeat with the context-aware and oracle placements and with chunked turns.
+
 On main before these fixes (b97a5c2) the first three fail on the four-GPU example:
 `git checkout b97a5c2 -- rlsched && python -m pytest tests/test_sim_efficiency.py`.
 """
@@ -29,13 +32,14 @@ from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
+from hypothesis import strategies as st
 from sim_worlds import SETTINGS, worlds
 
 from rlsched.config import RlschedConfig
 from rlsched.core.commands import Command, Dispatch, DropStale, Train
 from rlsched.core.events import Event
 from rlsched.pool import DeviceMode
-from rlsched.sim.params import load_sim_config
+from rlsched.sim.params import load_sim_config, policy_mapping
 from rlsched.sim.shell import Simulation
 from rlsched.sim.workload import Workload
 
@@ -155,5 +159,42 @@ def test_four_gpu_example_wastes_nothing_the_scheduler_controls(name: str) -> No
 @given(worlds())
 def test_random_worlds_waste_nothing_the_scheduler_controls(world) -> None:
     cfg, cost, model, seed = world
+    watch = run_watched(cfg, cost, model, seed, steps=2)
+    assert watch.report() == {}
+
+
+SEER_VARIANTS = {
+    "context": {"placement": "context"},
+    "oracle": {"placement": "oracle"},
+    "divided": {"chunk_tokens": 64},
+    "context+divided": {"placement": "context", "chunk_tokens": 64},
+}
+
+
+def with_variant(mapping: dict, variant: dict) -> RlschedConfig:
+    """A scheduler config with Seer's settings `variant` on top of `mapping`."""
+    scheduler = {**mapping["scheduler"], **variant}
+    return RlschedConfig.model_validate({**mapping, "scheduler": scheduler})
+
+
+@pytest.mark.parametrize("variant", list(SEER_VARIANTS))
+@pytest.mark.parametrize("name", [name for name, _ in example_runs()])
+def test_seers_orders_and_chunks_waste_nothing_on_the_four_gpu_example(
+    name: str, variant: str
+) -> None:
+    sim_cfg = load_sim_config(EXAMPLE)
+    cfg = with_variant(policy_mapping(sim_cfg, name), SEER_VARIANTS[variant])
+    watch = run_watched(cfg, sim_cfg.cost, sim_cfg.workload, sim_cfg.seed, steps=4)
+    assert watch.dispatches > 100
+    if "divided" in variant:
+        assert watch.sim.core.stats.chunk_ends > 0
+    assert watch.report() == {}
+
+
+@settings(**{**SETTINGS, "max_examples": 15})
+@given(worlds(), st.sampled_from(list(SEER_VARIANTS.values())))
+def test_random_worlds_waste_nothing_with_seers_orders_and_chunks(world, variant) -> None:
+    cfg, cost, model, seed = world
+    cfg = with_variant(cfg.model_dump(), variant)
     watch = run_watched(cfg, cost, model, seed, steps=2)
     assert watch.report() == {}
