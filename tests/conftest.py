@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -10,6 +11,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 REPO = Path(__file__).resolve().parent.parent
+# Helper modules shared by test files (sim_worlds.py) import by plain name.
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 PYPROJECT = """\
 [project]

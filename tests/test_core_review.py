@@ -690,10 +690,10 @@ def test_losing_part_of_a_training_step_waits_for_the_survivors():
 
 
 def _migrate_across_versions(migration: str):
-    """Turn 0 of trajectory 3 is generated in three dispatches: on a rank at version 1
-    (aborted after 5 tokens), on a rank still at version 0 (aborted after 5), and again at
-    version 1 (finished with 5). Rank versions are not monotonic across dispatches because
-    weights are synced in place, rank by rank."""
+    """Turn 0 of trajectory 2 is generated in three dispatches: on a rank at version 0
+    (aborted after 5 tokens), then twice on the same rank once synced to version 1 (aborted
+    after 5, then finished with 5). A migrated turn never goes back to older weights than its
+    group already ran with (design/rlsched_routing.md 0.2.0), so the versions only rise."""
     cfg = make_cfg(
         "disaggregated",
         count=3,
@@ -706,22 +706,22 @@ def _migrate_across_versions(migration: str):
         max_inflight_per_rank=1,
     )
     s = Scheduler(cfg)
+
+    def dispatched(event) -> list[Dispatch]:
+        return [c for c in s.handle(event) if isinstance(c, Dispatch)]
+
     s.handle(Started(0.0))
     s.handle(PromptsLoaded(0.1, 0, (10, 10, 10)))  # rid0: tid0 on rank0, rid1: tid1 on rank1
-    s.handle(RequestFinished(0.2, 0, 5))  # rid2: tid2 on rank0
+    (d0,) = dispatched(RequestFinished(0.2, 0, 5))  # rid2: tid2 on rank0
+    assert (d0.tid, d0.rank, d0.version) == (2, 0, 0)
     (train,) = [c for c in s.handle(EnvStepDone(0.3, 0, 0, 0, True)) if isinstance(c, Train)]
     s.handle(TrainingDone(0.4, train.step, 1, True))
-    s.handle(WeightsSynced(0.5, 1, 1))  # rank1 at version 1, rank0 still at 0
-    s.handle(RequestFinished(0.6, 1, 5))
-    out = s.handle(PromptsLoaded(0.7, s._load_pending, (10,)))
-    assert [(c.tid, c.rank, c.version) for c in out if isinstance(c, Dispatch)] == [(3, 1, 1)]
-    s.handle(RequestFinished(0.8, 2, 5))
-    (d1,) = s.handle(RequestAborted(0.9, 3, 5))
-    assert (d1.rank, d1.version) == (0, 0)
-    s.handle(WeightsSynced(1.0, 0, 1))
-    (d2,) = s.handle(RequestAborted(1.1, d1.rid, 5))
-    assert d2.version == 1
-    out = s.handle(RequestFinished(1.2, d2.rid, 5))
+    s.handle(WeightsSynced(0.5, 0, 1))  # rank0 at version 1, rank1 still at 0
+    (d1,) = dispatched(RequestAborted(0.6, d0.rid, 5))
+    assert (d1.tid, d1.rank, d1.version) == (2, 0, 1)
+    (d2,) = dispatched(RequestAborted(0.7, d1.rid, 5))
+    assert (d2.tid, d2.rank, d2.version) == (2, 0, 1)
+    out = s.handle(RequestFinished(0.8, d2.rid, 5))
     assert [c for c in out if isinstance(c, StartEnvStep)]
     s.check_invariants()
     return s, d1, d2
@@ -731,18 +731,18 @@ def test_resume_keeps_partials_and_records_the_oldest_kept_version():
     s, d1, d2 = _migrate_across_versions("resume")
     assert (d1.context_tokens, d1.resume_tokens, d1.max_new_tokens) == (10, 5, 985)
     assert (d2.context_tokens, d2.resume_tokens, d2.max_new_tokens) == (10, 10, 980)
-    traj = s.buffer.trajs[3]
+    traj = s.buffer.trajs[2]
     assert traj.context_tokens == 25 and traj.resume_tokens == 0
     assert traj.turn_versions == [0], "the turn holds tokens of version 0"
     assert s.stats.resumed_tokens == 10 and s.stats.discarded_tokens == 0
-    assert s.buffer.groups[3].min_version == 0
+    assert s.buffer.groups[2].min_version == 0
 
 
 def test_reissue_discards_partials_and_records_the_finishing_version():
     s, d1, d2 = _migrate_across_versions("reissue")
     assert (d1.resume_tokens, d2.resume_tokens) == (0, 0)
     assert d1.max_new_tokens == d2.max_new_tokens == 990
-    traj = s.buffer.trajs[3]
+    traj = s.buffer.trajs[2]
     assert traj.context_tokens == 15
     assert traj.turn_versions == [1]
     assert s.stats.discarded_tokens == 10 and s.stats.resumed_tokens == 0

@@ -50,3 +50,11 @@ def test_stale_groups_and_drop() -> None:
     buf.drop_group(stale[1])
     assert buf.dropped_groups == 2 and buf.stale_groups(2) == []
     assert buf.admitted_groups == buf.trained_groups + buf.dropped_groups + buf.live_groups
+
+
+def test_the_ready_groups_with_the_oldest_weights_train_first() -> None:
+    """Earliest deadline first: the staleness bound drops the oldest groups first, so they
+    train first; equal versions keep their completion order."""
+    buf = _buffer_with_ready_groups(4, [2, 1, 2, 1])
+    assert [g.gid for g in buf.take_batch(3)] == [1, 3, 0]
+    assert list(buf.ready) == [2]

@@ -16,3 +16,21 @@ def test_fifo_with_migrated_turns_first_and_lazy_skips() -> None:
     t1.state = TrajState.DROPPED
     assert len(queue) == 4
     assert [queue.pop(), queue.pop(), queue.pop(), queue.pop()] == [t3, t0, t2, None]
+
+
+def test_keys_limit_what_a_rank_behind_the_trainer_may_take() -> None:
+    """Turns are keyed by their group's oldest version (None: not started). `pop(max_key)`
+    returns the longest-waiting turn with a key <= max_key; `pop()` any, FIFO across keys."""
+    buf = TrajectoryBuffer(1, 100)
+    fresh, old, older, migrated = (buf.trajs[buf.admit_group(5).tids[0]] for _ in range(4))
+    queue = FifoPlacement()
+    queue.push(fresh)
+    queue.push(old, key=3)
+    queue.push(older, key=1)
+    queue.push(migrated, front=True, key=3)
+    assert len(queue) == 4
+    assert queue.pop(max_key=0) is None  # nothing started at version 0 or older
+    assert queue.pop(max_key=2) is older
+    assert queue.pop(max_key=3) is migrated  # the front push waited longest
+    assert queue.pop() is fresh and queue.pop() is old and queue.pop() is None
+    assert len(queue) == 0 and queue._queues == {}

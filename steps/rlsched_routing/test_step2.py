@@ -23,7 +23,7 @@ def test_request_record() -> None:
 def test_a_constructed_router_offers_every_routable_rank() -> None:
     parts = _parts()
     assert [parts.router.routable(r) for r in range(2)] == [True, True]
-    assert sorted(parts.router._heap) == [(0, 0), (0, 1)]
+    assert parts.router._heaps == {0: [(0, 0), (0, 1)]}
     assert parts.in_flight == 0 and parts.router.load == [0, 0]
 
 
@@ -32,7 +32,7 @@ def test_disaggregated_training_gpus_start_offloaded_and_unroutable() -> None:
     assert parts.pool.gpus_in(DeviceMode.OFFLOADED) == (2, 3)
     assert parts.router.routable(0) and not parts.router.routable(1)
     parts.router.push_rank(1)
-    assert (0, 1) not in parts.router._heap
+    assert parts.router._heaps == {0: [(0, 0)]}
 
 
 def test_dispatch_fills_the_least_loaded_rank_up_to_the_cap() -> None:
@@ -70,5 +70,36 @@ def test_release_validates_and_ignores_unknown_ids() -> None:
     assert parts.in_flight == 1
     req = parts.router.release(0, 90)
     assert req.tid == 0 and parts.in_flight == 0 and parts.router.load == [0, 0]
-    parts.router.set_rank_version(1, 3)
-    assert parts.router.rank_version == [0, 3]
+
+
+def test_a_rank_takes_no_more_than_its_fair_share() -> None:
+    """Fair share: unfinished trajectories over the ranks in rollout or expanding, rounded up."""
+    parts = _parts(cap=8)
+    parts.buffer.admit_group(10)  # 2 unfinished over 2 ranks: one each
+    for tid in (0, 1):
+        rank = parts.router.pick_rank()
+        parts.router.dispatch(parts.buffer.trajs[tid], rank)
+    assert parts.router.load == [1, 1] and parts.router.pick_rank() is None
+    parts.buffer.admit_group(10)  # 4 over 2: two each
+    assert parts.router.pick_rank() == 0
+    parts.router.dispatch(parts.buffer.trajs[2], 0)
+    assert parts.router.pick_rank() == 1
+    parts.router.dispatch(parts.buffer.trajs[3], 1)
+    assert parts.router.pick_rank() is None
+    parts.buffer.admit_group(10)
+    parts.pool.shrink_sampler([2, 3])  # rank 1 leaves rollout: rank 0 may take all 6
+    assert parts.router.pick_rank() == 0
+    for gpu in (2, 3):
+        parts.pool.mark_offloaded(gpu)
+    parts.pool.expand_sampler([2, 3])  # an expanding rank counts: 6 over 2 leaves rank 0 at 3
+    parts.router.dispatch(parts.buffer.trajs[4], 0)
+    assert parts.router.load == [3, 2] and parts.router.pick_rank() is None
+
+
+def test_stale_heap_entries_are_dropped_by_a_rebuild() -> None:
+    parts = _parts(cap=100)
+    for _ in range(200):
+        parts.router.push_rank(0)
+    heap = parts.router._heaps[0]
+    assert len(heap) == parts.router._entries <= 4 * 2 + 64  # rebuilt, not 202 entries
+    assert set(heap) == {(0, 0), (0, 1)} and parts.router.pick_rank() == 0

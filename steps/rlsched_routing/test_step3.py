@@ -1,4 +1,4 @@
-"""Step 3 of design/rlsched_routing.md: aborting requests and forgetting a lost rank."""
+"""Step 3 of design/rlsched_routing.md: aborting requests, forgetting a lost rank, versions."""
 
 from core_parts import CoreParts
 
@@ -37,3 +37,19 @@ def test_lose_rank_returns_its_requests_in_id_order() -> None:
     assert [r.rid for r in lost] == [1, 3]
     assert parts.router.inflight[1] == set() and parts.router.load == [2, 0]
     assert sorted(parts.router.requests) == [0, 2]
+
+
+def test_ranks_are_picked_by_weights_version() -> None:
+    """A rank's new version moves it to that version's heap; blocked versions are skipped."""
+    parts = CoreParts({"devices": {"count": 3, "train": 1},
+                       "scheduler": {"mode": "timeshare", "train_batch_size": 4, "group_size": 4,
+                                     "staleness": 3, "max_inflight_per_rank": 4}})
+    parts.buffer.admit_group(10)
+    parts.router.set_rank_version(1, 3)
+    parts.router.push_rank(1)
+    assert parts.router.rank_version == [0, 3, 0]
+    assert parts.router.pick_rank() == 0
+    assert parts.router.pick_rank(blocked={0}) == 1
+    assert parts.router.pick_rank(blocked={3}) == 0
+    assert parts.router.pick_rank(blocked={0, 3}) is None
+    assert 3 in parts.router._heaps and (0, 1) in parts.router._heaps[3]

@@ -81,3 +81,26 @@ def test_only_the_outstanding_prompt_load_is_applied() -> None:
     parts.turns.on_prompts_loaded(PromptsLoaded(0.5, 7, (10,)))  # an id never sent
     assert list(parts.turns.backlog) == backlog and parts.stats.ignored_events == 2
     assert parts.turns.load_pending == 1
+
+
+def test_a_rank_behind_the_trainer_never_makes_a_group_staler() -> None:
+    """Group 0 runs at version 0 on both ranks; a step finishes and rank 0 syncs version 1
+    while rank 1 still holds version 0. The aborted turn of group 0 may run on rank 1; group
+    1, not started yet, only on rank 0 (rank 1 is then blocked for this pump)."""
+    parts = _parts(cap=4)
+    parts.turns.backlog.extend([10, 20])
+    parts.turns.admit()
+    t0, t1 = parts.placement.pop(), parts.placement.pop()
+    parts.router.dispatch(t0, 1)
+    parts.router.dispatch(t1, 0)
+    req = parts.router.release(t0.rid, 5)
+    parts.ctx.version = 1
+    parts.router.set_rank_version(0, 1)
+    for rank in (0, 1):
+        parts.router.push_rank(rank)
+    parts.turns.turn_aborted(req, 5)  # queued again at the front, keyed by version 0
+    parts.ctx.out.clear()
+    parts.turns.dispatch_queued()
+    placed = [(c.tid, c.rank, c.version) for c in parts.ctx.out if isinstance(c, Dispatch)]
+    assert placed == [(0, 1, 0), (2, 0, 1)]  # trajectory 3 waits: rank 0 holds its share
+    assert len(parts.placement) == 1

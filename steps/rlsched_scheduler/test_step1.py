@@ -19,7 +19,7 @@ def test_defaults() -> None:
     pool = GpuPool(8, 2)
     assert policy.train_set == (6, 7) and policy.groups_per_batch == 2 and policy.trigger == 8
     assert policy.initial_offloaded() == ()
-    assert policy.shrink_targets(pool, 100, 100) == ()
+    assert policy.shrink_targets(pool, 100) == ()
     assert policy.reclaim_targets(pool, 0) == ()  # GPUs still roll out
     assert policy.train_devices(pool) == ()  # the training set is still in rollout
 

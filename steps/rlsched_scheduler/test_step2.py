@@ -18,23 +18,23 @@ def test_colocate_shrinks_everything_once_a_batch_is_ready() -> None:
     policy = ColocatePolicy(_cfg("colocate"))
     assert isinstance(policy, Policy)
     pool = GpuPool(4)
-    assert policy.shrink_targets(pool, completed=4, ready_groups=1) == ()
-    assert policy.shrink_targets(pool, completed=4, ready_groups=2) == (0, 1, 2, 3)
+    assert policy.shrink_targets(pool, ready_groups=1) == ()
+    assert policy.shrink_targets(pool, ready_groups=2) == (0, 1, 2, 3)
     assert policy.train_devices(pool) == ()  # still rolling out
     pool.shrink_sampler([0, 1, 2, 3])
     for gpu in range(4):
         pool.mark_offloaded(gpu)
     assert policy.train_devices(pool) == (0, 1, 2, 3)
     pool.expand_sampler([0])
-    assert policy.shrink_targets(GpuPool(4), 0, 2) == (0, 1, 2, 3)
-    assert policy.shrink_targets(pool, 0, 2) == ()  # an expand is still running
+    assert policy.shrink_targets(GpuPool(4), 2) == (0, 1, 2, 3)
+    assert policy.shrink_targets(pool, 2) == ()  # an expand is still running
 
 
 def test_disaggregated_keeps_fixed_sides() -> None:
     policy = DisaggregatedPolicy(_cfg("disaggregated", train=2))
     assert policy.initial_offloaded() == (2, 3)
     pool = GpuPool(4, offloaded=policy.initial_offloaded())
-    assert policy.shrink_targets(pool, 10, 10) == ()
+    assert policy.shrink_targets(pool, 10) == ()
     assert policy.train_devices(pool) == (2, 3)
     assert policy.expand_targets(pool, (2, 3)) == ()
     assert policy.reclaim_targets(pool, 0) == ()

@@ -20,13 +20,19 @@ def _cfg(mode: str = "timeshare", **scheduler) -> RlschedConfig:
     )
 
 
-def test_timeshare_shrinks_the_training_set_at_the_trigger() -> None:
+def test_timeshare_shrinks_the_training_set_when_the_next_batch_reaches_the_trigger() -> None:
+    """Progress is counted in whole groups of the next batch (2 groups of 2 here): ready
+    groups beyond the batch do not count, since they train in a later step."""
     policy = TimesharePolicy(_cfg(shrink={"trigger": 3}))
     pool = GpuPool(4)
-    assert policy.shrink_targets(pool, completed=2, ready_groups=0) == ()
-    assert policy.shrink_targets(pool, completed=3, ready_groups=0) == (2, 3)
+    assert policy.shrink_targets(pool, ready_groups=0) == ()
+    assert policy.shrink_targets(pool, ready_groups=1) == ()  # 2 of the batch's 4 < 3
+    assert policy.shrink_targets(pool, ready_groups=2) == (2, 3)
+    whole = TimesharePolicy(_cfg(train_batch_size=4, group_size=1))  # trigger: the batch
+    assert whole.shrink_targets(pool, ready_groups=3) == ()
+    assert whole.shrink_targets(pool, ready_groups=9) == (2, 3)
     pool.shrink_sampler([3])
-    assert policy.shrink_targets(pool, completed=3, ready_groups=0) == ()  # not all in rollout
+    assert policy.shrink_targets(pool, ready_groups=2) == ()  # not all in rollout
 
 
 def test_timeshare_never_strands_the_tail() -> None:
@@ -34,8 +40,8 @@ def test_timeshare_never_strands_the_tail() -> None:
     pool = GpuPool(4)
     pool.mark_lost(0)
     pool.mark_lost(1)
-    assert policy.shrink_targets(pool, completed=2, ready_groups=1) == ()  # batch incomplete
-    assert policy.shrink_targets(pool, completed=4, ready_groups=2) == (2, 3)
+    assert policy.shrink_targets(pool, ready_groups=1) == ()  # batch incomplete
+    assert policy.shrink_targets(pool, ready_groups=2) == (2, 3)
 
 
 def test_factory() -> None:

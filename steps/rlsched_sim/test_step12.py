@@ -49,7 +49,7 @@ class _NeverTrains(ColocatePolicy):
     def train_devices(self, pool):  # type: ignore[no-untyped-def]
         return ()
 
-    def shrink_targets(self, pool, completed, ready_groups):  # type: ignore[no-untyped-def]
+    def shrink_targets(self, pool, ready_groups):  # type: ignore[no-untyped-def]
         return ()
 
 

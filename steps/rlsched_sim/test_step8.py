@@ -32,7 +32,7 @@ def test_abort_returns_tokens_made_and_frees_the_rank() -> None:
     rank.submit(0.0, 1, 0, 100)
     rank.submit(0.0, 2, 0, 100)
     assert rank.remove(2.5, 1) == 25
-    assert rank.remove(2.5, 3) == 0  # unknown: nothing made
+    assert rank.remove(2.5, 3) is None  # not on the rank (finished already): no answer
     assert _drain(rank) == [(pytest.approx(10.0), 2, 100)]
     prefilling = RankModel(rate=100.0, cap=10.0, prefill_s=1.0)
     prefilling.submit(0.0, 1, 5, 10)
@@ -40,3 +40,5 @@ def test_abort_returns_tokens_made_and_frees_the_rank() -> None:
     assert prefilling.remove(1.0, 1) == 0
     assert prefilling.prefilling == (2, 10) and prefilling.prefill_end == pytest.approx(6.0)
     assert prefilling.next_time() == pytest.approx(6.0)
+    prefilling.submit(1.0, 3, 5, 10)  # waits behind request 2's prefill
+    assert prefilling.remove(1.0, 3) == 0 and prefilling.remove(1.0, 3) is None

@@ -1,0 +1,48 @@
+"""Step 1 of design/rlsched_seer.md: the context-aware queue's priorities and memory."""
+
+import pytest
+
+from rlsched.core.buffer import TrajectoryBuffer, TrajState
+from rlsched.core.seer import ContextAwarePlacement
+
+
+def test_first_pushed_sample_is_the_probe_others_are_unknown() -> None:
+    buf = TrajectoryBuffer(3, 100)
+    t0, t1, t2 = (buf.trajs[t] for t in buf.admit_group(5).tids)
+    queue = ContextAwarePlacement()
+    for traj in (t0, t1, t2):
+        queue.push(traj)
+    assert len(queue) == 3
+    assert queue.priority(t0) == (-2, 0)  # the probe's first turn: served first
+    assert queue.priority(t1) == queue.priority(t2) == (-1, 0)  # no finished turn yet
+    t0.turn = 1
+    assert queue.priority(t0) == (-1, 0)  # only the probe's first turn is a probe
+    queue._groups[t0.gid].estimate = 40
+    assert queue.priority(t1) == (0, -40)  # known: longest first (lower is earlier)
+
+
+def test_front_pushes_count_down_and_keys_get_their_own_structures() -> None:
+    buf = TrajectoryBuffer(2, 100)
+    t0, t1 = (buf.trajs[t] for t in buf.admit_group(5).tids)
+    queue = ContextAwarePlacement()
+    queue.push(t0, key=3)
+    queue.push(t1, front=True, key=None)
+    assert queue._live[t0.tid][1:] == (1, 3) and queue._live[t1.tid][1:] == (-1, None)
+    assert set(queue._heaps) == set(queue._fifo) == {3, None}
+
+
+def test_groups_whose_samples_all_left_are_forgotten() -> None:
+    buf = TrajectoryBuffer(1, 100)
+    queue = ContextAwarePlacement()
+    first = [buf.trajs[buf.admit_group(5).tids[0]] for _ in range(64)]
+    for traj in first:
+        queue.push(traj)
+    for traj in first[1:]:
+        traj.state = TrajState.DONE
+    queue.push(buf.trajs[buf.admit_group(5).tids[0]])  # the 65th group triggers a sweep
+    assert set(queue._groups) == {first[0].gid, 64}
+
+
+def test_fifo_share_must_be_at_least_two() -> None:
+    with pytest.raises(ValueError, match="VAL_INT_RANGE failed"):
+        ContextAwarePlacement(fifo_every=1)
