@@ -176,3 +176,13 @@ def test_ctrl_c_stops_cleanly_and_leaves_no_ray_process(tmp_path: Path) -> None:
             break
         time.sleep(0.5)
     assert left == []
+
+
+@pytest.mark.parametrize(
+    "path", sorted((REPO / "examples" / "run").glob("*.yaml")), ids=lambda p: p.stem
+)
+def test_shipped_run_configs_load(path: Path) -> None:
+    """`rlsched check-config` knows scheduler and simulator configs; run configs live in
+    examples/run/ and are checked here with the runtime's own loader."""
+    cfg = load_run_config(path)
+    assert cfg.run.steps >= 1 and cfg.env.name

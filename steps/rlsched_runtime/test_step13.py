@@ -23,6 +23,10 @@ def test_a_run_writes_its_outputs_and_leaves_ray_stopped(tmp_path: Path) -> None
     assert summary["eval_before"]["episodes"] == 8 and summary["eval_after"]["episodes"] == 8
     assert summary["accounting"]["trained"] == 32 and summary == driver.summary
     assert files["t.png"].read_bytes()[:4] == b"\x89PNG"
+    spans = json.loads(files["t.png"].with_suffix(".trace.json").read_text())["traceEvents"]
+    assert {"rollout", "offload", "train"} <= {e["name"] for e in spans}
+    ray_tasks = json.loads(files["t.png"].with_suffix(".ray.json").read_text())
+    assert any("offload" in str(e.get("name", "")) for e in ray_tasks)
     groups = [json.loads(line) for line in files["trace.jsonl"].read_text().splitlines()]
     assert groups and all(len(g["samples"]) == 4 for g in groups)
     sim = {
