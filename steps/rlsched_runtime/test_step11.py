@@ -62,10 +62,10 @@ def test_answers_env_faults_and_a_lost_worker(cluster: None) -> None:
         assert all(o is EnvStepDone for o in outcomes)
     driver._device_op("offload", 1, 3)
     assert answer(driver, "offload") == [OffloadDone(pytest.approx(driver.now(), abs=5), 1, 3)]
-    # a killed actor: its pending call becomes one WorkerLost; later answers are ignored
+    # a killed actor: a call to it becomes one WorkerLost; later answers are ignored
     ids1 = driver.store.records[1].tokens
-    driver._dispatch(Dispatch(1, 1, 0, 0, 0, len(ids1), 0, 4, 0, None))
     ray.kill(driver.workers[0], no_restart=True)
+    driver._dispatch(Dispatch(1, 1, 0, 0, 0, len(ids1), 0, 4, 0, None))
     [event] = answer(driver, "gen")
     assert isinstance(event, WorkerLost) and event.device == 0 and driver.lost == {0}
     driver._device_op("offload", 0, 4)
