@@ -1,0 +1,88 @@
+"""Step 11 of design/rlsched_runtime.md: answers become events, exactly one each."""
+
+import time
+from collections.abc import Iterator
+
+import pytest
+import ray
+from runtime_parts import make_driver, start_ray, tiny
+
+from rlsched.core.commands import Dispatch, StartEnvStep
+from rlsched.core.events import (
+    EnvStepDone,
+    EnvStepTimedOut,
+    OffloadDone,
+    RequestFinished,
+    WorkerLost,
+)
+
+
+@pytest.fixture(scope="module")
+def cluster() -> Iterator[None]:
+    start_ray()
+    yield
+    ray.shutdown()
+
+
+def answer(driver, kind: str) -> list:
+    [(ref, pending)] = [(r, p) for r, p in driver._pending.items() if p.kind == kind]
+    del driver._pending[ref]
+    ray.wait([ref], timeout=30)
+    return driver._answer(ref, pending)
+
+
+def start_group(driver) -> list[int]:
+    prompts = ray.get(driver.envpool.reset.remote([0, 1, 2, 3], [9] * 4))
+    ids = driver.tokenizer.encode(prompts[0]).ids
+    driver.store.add_group(0, ids)
+    driver._prompt_len[0] = len(ids)
+    return ids
+
+
+def test_answers_env_faults_and_a_lost_worker(cluster: None) -> None:
+    driver = make_driver(tiny(env={"name": "faulty-grid"}), {"size": 3, "fail_prob": 0.5})
+    ids = start_group(driver)
+    driver._dispatch(Dispatch(0, 0, 0, 0, 0, len(ids), 0, 4, 0, None))
+    [event] = answer(driver, "gen")
+    assert isinstance(event, RequestFinished) and event.new_tokens == 1
+    assert driver.recorder._inflight[0] == 0 and driver.gen_tokens == 1
+    # environment steps: an answer, or (seeded faults) a failure ending the trajectory
+    outcomes = []
+    for turn in range(6):
+        driver.store.add_generated(turn, 0, [driver.sampling.allowed_token_ids[0]], [-1.0])
+        driver.store.records[0].rid = None
+        driver._start_env_step(StartEnvStep(0, turn, driver.now() + 30.0))
+        [event] = answer(driver, "env")
+        outcomes.append(type(event))
+        if isinstance(event, EnvStepTimedOut) or event.done:
+            break
+    if EnvStepTimedOut in outcomes:
+        assert driver.counters["env_failed"] == 1 and driver.store.records[0].failed
+    else:
+        assert all(o is EnvStepDone for o in outcomes)
+    driver._device_op("offload", 1, 3)
+    assert answer(driver, "offload") == [OffloadDone(pytest.approx(driver.now(), abs=5), 1, 3)]
+    # a killed actor: a call to it becomes one WorkerLost; later answers are ignored
+    ids1 = driver.store.records[1].tokens
+    ray.kill(driver.workers[0], no_restart=True)
+    driver._dispatch(Dispatch(1, 1, 0, 0, 0, len(ids1), 0, 4, 0, None))
+    [event] = answer(driver, "gen")
+    assert isinstance(event, WorkerLost) and event.device == 0 and driver.lost == {0}
+    driver._device_op("offload", 0, 4)
+    assert not [p for p in driver._pending.values() if p.device == 0]
+
+
+def test_a_hanging_environment_step_times_out(cluster: None) -> None:
+    cfg = tiny(env={"name": "faulty-grid", "step_timeout_s": 0.3})
+    driver = make_driver(cfg, {"hang_prob": 1.0, "hang_s": 5.0})
+    start_group(driver)
+    driver.store.records[2].pending_ids = [driver.sampling.allowed_token_ids[0]]
+    driver.store.records[2].pending_lps = [-1.0]
+    driver._start_env_step(StartEnvStep(2, 0, driver.now() + 30.0))
+    time.sleep(0.4)
+    [event] = driver._expired_timers()
+    assert isinstance(event, EnvStepTimedOut) and (event.tid, event.turn) == (2, 0)
+    assert driver.counters["env_step_timeouts"] == 1 and driver.store.records[2].failed
+    assert not driver._pending and driver._expired_timers() == []
+    driver._observe_pool()
+    assert driver._shrink_since is None

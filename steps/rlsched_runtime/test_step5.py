@@ -1,0 +1,63 @@
+"""Step 5 of design/rlsched_runtime.md: weights, the training rounds, exports, stop."""
+
+import threading
+import time
+
+import torch
+
+from rlsched.engines.base import Sampling
+from rlsched.model import ModelSpec
+from rlsched.runtime.workers import DeviceWorker
+from rlsched.trainer.grpo import TrainExample, TrainSpec
+
+SPEC = ModelSpec(hidden_size=16, heads=2, kv_heads=1, intermediate_size=32)
+DATA = [
+    TrainExample((3, 4, 5), (False, False, True), (0.0, 0.0, -2.9), 1.0),
+    TrainExample((3, 4, 6), (False, False, True), (0.0, 0.0, -3.1), -1.0),
+]
+
+
+def worker(device: int) -> DeviceWorker:
+    return DeviceWorker(device, SPEC, 20, TrainSpec(lr=0.05), 1.0, (), seed=0, max_batch=8)
+
+
+def test_two_devices_train_one_step_and_an_engine_serves_it_after_reload() -> None:
+    a, b = worker(0), worker(1)
+    assert (a.ping(), b.ping()) == (0, 1)
+    pa = a.train_grads(DATA[:1], 0, None)
+    pb = b.train_grads(DATA[1:], 0, None)
+    assert a.train_apply(pa, pb)["tokens"] == 2.0
+    b.train_apply(pa, pb)
+    a.train_commit(1)
+    b.train_commit(1)
+    weights, ckpt = a.train_export()
+    assert ckpt["version"] == 1
+    for name, tensor in b.train_export()[0].items():
+        assert torch.equal(tensor, weights[name]), name
+    # a third replica catches up from the checkpoint before its next round
+    c = worker(2)
+    c.train_grads(DATA, 1, ckpt)
+    assert c.trainer.version == 1
+    # an offloaded engine takes weights into its host copy; reload serves them
+    a.offload()
+    a.load_weights(weights, 1)
+    a.reload()
+    assert a.stats()["version"] == 1.0
+    out = a.generate(1, [3, 4], 2, Sampling())
+    assert out.version == 1 and a.stats()["forward_passes"] >= 2
+    for w in (a, b, c):
+        w.stop()
+
+
+def test_stop_returns_pending_calls_as_aborted() -> None:
+    w = worker(0)
+    out: list = []
+    th = threading.Thread(target=lambda: out.append(w.generate(1, [3], 1000, Sampling())))
+    th.start()
+    deadline = time.monotonic() + 20
+    while not w.engine.num_active:
+        assert time.monotonic() < deadline and th.is_alive()
+        time.sleep(0.01)
+    w.stop()
+    th.join(timeout=10)
+    assert out and out[0].finish_reason == "abort"

@@ -1,0 +1,35 @@
+"""Step 7 of design/rlsched_runtime.md: spans and utilisation."""
+
+import pytest
+
+from rlsched.runtime.recorder import Recorder
+
+
+def test_rollout_spans_follow_requests_and_utilisation_merges_overlaps() -> None:
+    rec = Recorder(2)
+    rec.request_started(0, 0.0)
+    rec.request_started(0, 1.0)
+    rec.request_ended(0, 2.0)
+    rec.request_ended(0, 4.0)  # one rollout span [0, 4]
+    rec.span(0, "train", 3.0, 6.0)  # overlaps it: covered [0, 6]
+    rec.request_started(1, 8.0)  # still open at the window's end
+    assert [(s.kind, s.start, s.end) for s in rec.spans] == [
+        ("rollout", 0.0, 4.0),
+        ("train", 3.0, 6.0),
+    ]
+    assert rec.utilisation(0.0, 10.0) == pytest.approx((6 / 10 + 2 / 10) / 2)
+    rec.device_lost(1, 9.0)
+    assert rec.spans[-1].kind == "rollout" and rec.spans[-1].end == 9.0
+    assert rec.utilisation(5.0, 5.0) == 0.0
+    rec.add_row({"step": 1})
+    assert rec.rows == [{"step": 1}]
+
+
+def test_bad_spans_are_rejected() -> None:
+    rec = Recorder(1)
+    with pytest.raises(ValueError, match="VAL_IN_SET"):
+        rec.span(0, "nap", 0.0, 1.0)
+    with pytest.raises(ValueError, match="VAL_FLOAT_RANGE"):
+        rec.span(0, "train", 2.0, 1.0)
+    with pytest.raises(AssertionError, match="_inflight"):
+        rec.request_ended(0, 1.0)

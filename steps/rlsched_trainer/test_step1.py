@@ -1,0 +1,68 @@
+"""Step 1 of design/rlsched_trainer.md: advantages, packing, log-probabilities, clipped loss."""
+
+import math
+
+import pytest
+import torch
+
+from rlsched.model import ModelSpec, build_model
+from rlsched.trainer.grpo import (
+    TrainExample,
+    group_advantages,
+    grpo_loss,
+    pack_examples,
+    token_logprobs,
+)
+
+
+def test_advantages_are_normalised_per_group_over_valid_members() -> None:
+    adv = group_advantages([1.0, 0.0, 5.0, 5.0, 2.0, 0.0], 2, [True, True, True, True, True, False])
+    assert adv[0] == pytest.approx(1.0, abs=1e-4) and adv[1] == pytest.approx(-1.0, abs=1e-4)
+    assert adv[2:4] == [0.0, 0.0]  # equal rewards carry no signal
+    assert adv[4:] == [0.0, 0.0]  # one valid member is not a group
+    with pytest.raises(ValueError, match="whole groups"):
+        group_advantages([1.0, 2.0, 3.0], 2)
+
+
+def test_packing_aligns_predictions_with_the_next_token() -> None:
+    ex = TrainExample((5, 6, 7), (False, True, True), (0.0, -0.5, -0.25), 2.0)
+    short = TrainExample((5, 8), (False, True), (0.0, -1.0), -1.0)
+    batch = pack_examples([ex, short])
+    assert batch["ids"].tolist() == [[5, 6, 7], [5, 8, 0]]
+    assert batch["mask"].tolist() == [[1.0, 1.0], [1.0, 0.0]]
+    assert batch["old"].tolist() == [[-0.5, -0.25], [-1.0, 0.0]]
+    assert batch["adv"].tolist() == [[2.0, 2.0], [-1.0, -1.0]]
+    with pytest.raises(ValueError, match="VAL_LEN_RANGE"):
+        pack_examples([TrainExample((1, 2), (True,), (0.0, 0.0), 0.0)])
+
+
+def test_masked_log_probabilities_are_a_distribution_over_allowed_tokens() -> None:
+    model = build_model(ModelSpec(hidden_size=16, heads=2, kv_heads=1, intermediate_size=32), 20)
+    ids = torch.tensor([[3, 5, 7]])
+    att = torch.ones_like(ids)
+    torch.set_grad_enabled(False)
+    lp = token_logprobs(model, ids, att, 1.0, (5, 7))
+    assert torch.isfinite(lp).all()
+    total = sum(
+        math.exp(token_logprobs(model, torch.tensor([[3, t]]), att[:, :2], 1.0, (5, 7))[0, 0])
+        for t in (5, 7)
+    )
+    assert total == pytest.approx(1.0, abs=1e-5)
+    assert token_logprobs(model, torch.tensor([[3, 4]]), att[:, :2], 1.0, (5, 7))[0, 0] == float(
+        "-inf"
+    )
+    torch.set_grad_enabled(True)
+
+
+def test_clipped_objective_and_kl() -> None:
+    old = torch.log(torch.tensor([[0.5, 0.5]]))
+    new = torch.log(torch.tensor([[0.9, 0.5]]))  # ratio 1.8 on the first token
+    adv = torch.tensor([[1.0, 1.0]])
+    mask = torch.tensor([[1.0, 1.0]])
+    loss, metrics = grpo_loss(new, old, adv, mask, clip=0.2)
+    assert loss.item() == pytest.approx(-(1.2 + 1.0), abs=1e-5)
+    assert metrics["clip_frac"] == pytest.approx(0.5) and metrics["tokens"] == 2.0
+    _, with_kl = grpo_loss(new, old, adv, mask, 0.2, ref=old, kl_coef=0.1)
+    assert with_kl["kl"] > 0.0
+    masked, _ = grpo_loss(new, old, adv, torch.tensor([[0.0, 1.0]]), 0.2)
+    assert masked.item() == pytest.approx(-1.0, abs=1e-5)

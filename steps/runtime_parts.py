@@ -1,0 +1,80 @@
+"""Shared by the runtime's per-step checks: a tiny run config and a loopback Ray cluster."""
+
+import copy
+import os
+from typing import Any
+
+from rlsched.runtime.config import EXAMPLE, RunConfig, load_run_config
+
+TINY: dict[str, Any] = {
+    "devices": {"count": 2, "train": 1},
+    "scheduler": {
+        "mode": "timeshare",
+        "train_batch_size": 16,
+        "group_size": 4,
+        "staleness": 1,
+        "shrink": {"fraction": 0.5},
+        "max_turns": 8,
+        "max_tokens": 256,
+        "env_timeout_s": 60.0,
+        "migration": "resume",
+        "max_inflight_per_rank": 32,
+    },
+    "model": {"arch": "qwen2", "hidden_size": 32, "layers": 1, "init_std": 0.3, "seed": 0},
+    "env": {"name": "grid", "kwargs": {"size": 3, "max_steps": 6}, "step_timeout_s": 10.0},
+    "train": {"lr": 0.003, "clip": 0.2, "updates_per_step": 2},
+    "rollout": {"temperature": 1.0, "max_turn_tokens": 1},
+    "run": {"steps": 2, "seed": 0, "eval_episodes": 0},
+}
+
+
+def tiny(**patch: dict[str, Any]) -> RunConfig:
+    """The tiny config with sections patched (merged one level deep)."""
+    data = copy.deepcopy(TINY)
+    for key, value in patch.items():
+        data[key] = {**data.get(key, {}), **value}
+    return load_run_config(data)
+
+
+def start_ray(num_gpus: int = 4) -> None:
+    """A local cluster on loopback declaring `num_gpus` logical GPUs."""
+    import ray
+
+    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+    ray.init(
+        num_cpus=2,
+        num_gpus=num_gpus,
+        include_dashboard=False,
+        logging_level="ERROR",
+        _node_ip_address="127.0.0.1",
+    )
+
+
+assert EXAMPLE["scheduler"]["mode"] == "timeshare"
+
+
+def make_driver(cfg: RunConfig, env_kwargs: dict[str, Any] | None = None) -> Any:
+    """A Driver over fresh worker actors (one per device) and an environment pool."""
+    import ray
+
+    from rlsched.envs.base import StepLatency, resolve_env
+    from rlsched.model import action_token_ids, load_tokenizer
+    from rlsched.runtime.driver import Driver
+    from rlsched.runtime.recorder import Recorder
+    from rlsched.runtime.workers import DeviceWorker, EnvPool
+
+    env_cls = resolve_env(cfg.env.name)
+    tok = load_tokenizer(cfg.model, env_cls.words)
+    allowed = action_token_ids(tok, env_cls.actions)
+    cls = ray.remote(DeviceWorker).options(num_gpus=1, num_cpus=0, max_concurrency=40)
+    workers = [
+        cls.remote(d, cfg.model, tok.get_vocab_size(), cfg.train, 1.0, allowed, 0, 32)
+        for d in range(cfg.num_devices)
+    ]
+    kwargs = cfg.env.kwargs if env_kwargs is None else env_kwargs
+    envpool = (
+        ray.remote(EnvPool)
+        .options(num_cpus=0, max_concurrency=64)
+        .remote(cfg.env.name, kwargs, StepLatency("fixed", 0.0), 0)
+    )
+    return Driver(cfg, workers, envpool, tok, allowed, Recorder(cfg.num_devices))

@@ -1,0 +1,69 @@
+"""VllmEngine on a GPU: streaming generation, abort keeping the tokens made so far, sleep and
+wake-up, versioned weight loads. Skipped, with the reason, where vLLM cannot run."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+import torch
+
+from rlsched.engines.base import Sampling
+from rlsched.model import ModelSpec, build_model
+
+if importlib.util.find_spec("vllm") is None:
+    pytest.skip("vLLM is not installed (pip install -e '.[vllm]')", allow_module_level=True)
+if not torch.cuda.is_available():
+    pytest.skip("vLLM needs a CUDA GPU and none is available here", allow_module_level=True)
+
+from rlsched.engines.vllm_engine import VllmEngine  # noqa: E402
+
+SPEC = ModelSpec(hidden_size=64, layers=2, heads=4, kv_heads=2, intermediate_size=128)
+VOCAB = 64
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory: pytest.TempPathFactory) -> VllmEngine:
+    model_dir = Path(tmp_path_factory.mktemp("tiny"))
+    build_model(SPEC, VOCAB).save_pretrained(model_dir)
+    eng = VllmEngine(str(model_dir), max_batch=8, seed=0, max_model_len=512)
+    yield eng
+    eng.shutdown()
+
+
+def run_to_end(engine: VllmEngine) -> dict:
+    done = {}
+    while engine.num_active:
+        done.update({o.rid: o for o in engine.step()})
+    return done
+
+
+def test_generation_streams_tokens_with_logprobs(engine: VllmEngine) -> None:
+    engine.submit(0, [3, 4, 5], 8, Sampling(allowed_token_ids=(10, 11, 12)))
+    engine.submit(1, [3], 4, Sampling())
+    done = run_to_end(engine)
+    assert len(done[0].token_ids) == 8 and set(done[0].token_ids) <= {10, 11, 12}
+    assert all(lp <= 0.0 for lp in done[0].logprobs) and done[1].finish_reason == "length"
+
+
+def test_abort_returns_the_tokens_made_so_far(engine: VllmEngine) -> None:
+    engine.submit(2, [3, 4], 400, Sampling())
+    while not engine._requests[2].new_ids:
+        engine.step()
+    [out] = engine.abort([2, 99])
+    assert out.finish_reason == "abort" and 0 < len(out.token_ids) < 400
+    assert engine.num_active == 0
+
+
+def test_sleep_wake_and_weights_of_a_version(engine: VllmEngine) -> None:
+    import time
+
+    state = {n: p.detach() * 0 for n, p in build_model(SPEC, VOCAB).named_parameters()}
+    started = time.perf_counter()
+    engine.offload()
+    engine.load_weights(state, 3)
+    engine.reload()
+    print(f"offload + load + reload: {time.perf_counter() - started:.3f}s")
+    engine.submit(5, [3, 4], 4, Sampling())
+    assert run_to_end(engine)[5].version == 3
