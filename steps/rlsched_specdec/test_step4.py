@@ -107,3 +107,52 @@ def test_plain_decoding_without_a_drafter_is_one_token_per_pass(trained: torch.n
     result = SpeculativeDecoder(trained).generate(prompt, 20)
     assert result.tokens == reference(trained, prompt, 20)
     assert result.stats == SpecStats(forward_passes=20, rounds=19, tokens=20)
+
+
+def test_engine_settings_mask_stops_logprobs_and_a_rebuilt_cache(trained: torch.nn.Module) -> None:
+    """What an engine passes (0.2.0): an allowed-token mask and stop tokens are obeyed, each
+    emitted token carries its log-probability under softmax(logits / T + mask) on the whole
+    context, and a request whose cache was dropped continues as a fresh one would."""
+    prompt = phrases(0)[0][:6]
+    allowed = tuple(range(2, 30))
+    stop = allowed[5]
+    drafter = GroupDrafter()
+    drafter.add_sequence(phrases(0)[0] * 3)  # drafts that are partly outside the mask
+    decoder = SpeculativeDecoder(trained, k_max=6)
+    generator = torch.Generator().manual_seed(3)
+    state = decoder.start(
+        prompt,
+        40,
+        temperature=0.8,
+        generator=generator,
+        allowed_token_ids=allowed,
+        stop_token_ids=(stop,),
+        drafter=drafter,
+    )
+    while not state.done:
+        decoder.step(state)
+    new = state.tokens[len(prompt) :]
+    assert new and all(t in allowed for t in new)
+    assert stop not in new[:-1] and (new[-1] == stop or len(new) == 40)
+    assert len(state.logprobs) == len(new)
+    mask = torch.full((48,), float("-inf"))
+    mask[list(allowed)] = 0.0
+    with torch.no_grad():
+        logits = trained(input_ids=torch.tensor([state.tokens])).logits[0].float()
+    rows = torch.log_softmax(logits[len(prompt) - 1 : -1] / 0.8 + mask, dim=-1)
+    expected = rows.gather(1, torch.tensor(new)[:, None]).squeeze(1)
+    assert torch.allclose(torch.tensor(state.logprobs), expected, atol=1e-4)
+
+    # a dropped cache (new weights) is rebuilt: greedy output equals an uninterrupted run
+    straight = SpeculativeDecoder(trained).generate(prompt, 24).tokens
+    state = decoder.start(prompt, 24, drafter=GroupDrafter())
+    for _ in range(5):
+        decoder.step(state)
+    state.cache = None
+    passes = state.stats.forward_passes
+    decoder.step(state)
+    assert state.stats.forward_passes == passes + 2  # the rebuild, then the round
+    while not state.done:
+        decoder.step(state)
+    assert state.tokens[len(prompt) :] == straight
+    assert state.logprobs == [0.0] * 24  # greedy: each token has probability 1
