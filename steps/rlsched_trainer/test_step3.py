@@ -39,3 +39,38 @@ def test_exported_weights_are_copies_and_parking_keeps_state() -> None:
     a.park()
     a.unpark()
     assert all(p.device.type == "cpu" for p in a.params)
+
+
+def test_the_memory_switch_moves_everything_and_changes_nothing() -> None:
+    """RL-Fusion switching (0.2.0): parking moves parameters, reference model, Adam moments
+    and any gradient to fresh host storage and releases the old; training after a round trip
+    is bit-identical to training without one; a parked shard refuses to work."""
+    spec = TrainSpec(lr=0.05, kl_coef=0.1)
+    a = TrainerShard(build_model(SPEC, 10), spec)
+    b = TrainerShard(build_model(SPEC, 10), spec)
+    for shard in (a, b):
+        shard.apply_grads([shard.compute_grads(DATA)])  # Adam moments exist from here
+    a.compute_grads(DATA)  # and a gradient, left in place
+    n_params = sum(p.numel() for p in a.params)
+    storage = [p.data.data_ptr() for p in a.params]
+    parked = a.park()
+    assert parked.direction == "park" and a.parked
+    # policy + reference parameters + gradient + two Adam moments, float32
+    assert parked.bytes == 4 * n_params * 5 and parked.seconds > 0
+    assert all(p.numel() == 0 for p in a.params)  # device storage released
+    assert a.park().bytes == 0  # a no-op when parked
+    for call in (lambda: a.compute_grads(DATA), a.weights, a.checkpoint):
+        with pytest.raises(AssertionError, match="not self.parked"):
+            call()
+    unparked = a.unpark()
+    assert unparked.bytes == parked.bytes and not a.parked and a.unpark().bytes == 0
+    assert [p.data.data_ptr() for p in a.params] != storage  # fresh storage
+    assert all(p.grad is not None for p in a.params)
+    a.optimizer.zero_grad(set_to_none=True)
+    for _ in range(2):
+        a.park()
+        a.unpark()
+        for shard in (a, b):
+            shard.apply_grads([shard.compute_grads(DATA)])
+    for name, tensor in a.weights().items():
+        assert torch.equal(tensor, b.weights()[name]), name
