@@ -28,12 +28,16 @@ def test_two_devices_train_one_step_and_an_engine_serves_it_after_reload() -> No
     pb = b.train_grads(DATA[1:], 0, None)
     assert a.train_apply(pa, pb)["tokens"] == 2.0
     b.train_apply(pa, pb)
-    a.train_commit(1)
-    b.train_commit(1)
-    weights, ckpt = a.train_export()
+    weights, ckpt = a.train_export(1)
     assert ckpt["version"] == 1
-    for name, tensor in b.train_export()[0].items():
+    for name, tensor in b.train_export(1)[0].items():
         assert torch.equal(tensor, weights[name]), name
+    # the RL-Fusion switch of the step on each device: unparked at its first round, parked now
+    for w in (a, b):
+        record = w.train_commit(1)
+        # the first step came with parameters only and leaves with Adam's two moments too
+        assert record.park_bytes == 3 * record.unpark_bytes > 0
+        assert record.unpark.end <= record.park.start and w.trainer.parked
     # a third replica catches up from the checkpoint before its next round
     c = worker(2)
     c.train_grads(DATA, 1, ckpt)
