@@ -133,6 +133,11 @@ def test_drafters_per_group_bounded_and_request_mode(trained) -> None:
     assert engine._drafter(None) is not engine._drafter(None)
     alone = SpeculativeEngine(copy.deepcopy(trained), settings=SpecSettings(drafter="request"))
     assert alone._drafter(1) is not alone._drafter(1) and not alone._drafters
+    plain = SpeculativeEngine(copy.deepcopy(trained), settings=SpecSettings(drafter="none"))
+    assert plain._drafter(1) is None
+    plain.submit(0, phrases(0)[0], 12, GREEDY, group=1)
+    drain(plain)
+    assert plain.spec.drafted == 0 and plain.spec.forward_passes == plain.spec.tokens
     with pytest.raises(ValueError, match="VAL_INT_RANGE"):
         SpeculativeEngine(copy.deepcopy(trained), max_groups=0)
 
