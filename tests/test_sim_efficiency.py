@@ -15,8 +15,14 @@ event of simulated runs, on the four-GPU example and on random small worlds:
   defect 3: the trigger counted trajectories across every live batch, so the training devices
   were offloaded again right after they returned.
 * A complete group is never dropped as stale after a fresher group was trained in its place.
+* No dispatch asks for a turn that has nothing left to generate: the tokens it keeps already
+  make the whole turn. With divided rollout a turn whose length is a multiple of the chunk
+  used to cost one more, empty dispatch (with its re-prefill), because the core took its last
+  chunk for a chunk end (`RequestFinished.stopped`, design/rlsched_core.md 0.5.0). Tokens kept
+  by an abort in resume mode are left out: an abort can land at the instant its request
+  completes, which the engine model answers with every token.
 
-Seer's orders and divided rollout (issue 9; design/rlsched_seer.md) must keep all four: the
+Seer's orders and divided rollout (issue 9; design/rlsched_seer.md) must keep them all: the
 same runs repeat with the context-aware and oracle placements and with chunked turns.
 
 On main before these fixes (b97a5c2) the first three fail on the four-GPU example:
@@ -37,7 +43,7 @@ from sim_worlds import SETTINGS, worlds
 
 from rlsched.config import RlschedConfig
 from rlsched.core.commands import Command, Dispatch, DropStale, Train
-from rlsched.core.events import Event
+from rlsched.core.events import Event, RequestAborted
 from rlsched.pool import DeviceMode
 from rlsched.sim.params import load_sim_config, policy_mapping
 from rlsched.sim.shell import Simulation
@@ -57,7 +63,10 @@ class Watch:
         self.passed_over: set[int] = set()
         self.shrinks = 0
         self.dispatches = 0
+        self.turn_of: dict[int, tuple[int, int]] = {}  # rid -> (tid, turn) of every dispatch
+        self.abort_kept: set[tuple[int, int]] = set()  # turns holding tokens kept by an abort
         self.violations: dict[str, list[str]] = {
+            "dispatched a turn with nothing left": [],
             "started on old weights": [],
             "made staler": [],
             "over fair share": [],
@@ -70,10 +79,15 @@ class Watch:
         core = self.sim.core
         where = f"t={core.now:.3f} {type(event).__name__}"
         dispatched: set[int] = set()
+        if isinstance(event, RequestAborted) and event.new_tokens:
+            turn = self.turn_of.get(event.rid)
+            if turn is not None:
+                self.abort_kept.add(turn)
         for command in commands:
             if isinstance(command, Dispatch):
                 self.dispatches += 1
                 dispatched.add(command.rank)
+                self._check_left(where, command)
                 old = self.min_version.get(command.gid)
                 if old is None:
                     self.min_version[command.gid] = command.version
@@ -93,6 +107,15 @@ class Watch:
 
     def _flag(self, name: str, *what: object) -> None:
         self.violations[name].append(" ".join(map(str, what)))
+
+    def _check_left(self, where: str, command: Dispatch) -> None:
+        turn = (command.tid, command.turn)
+        self.turn_of[command.rid] = turn
+        if not command.resume_tokens or turn in self.abort_kept:
+            return
+        gen = self.sim.workload.turns(command.gid, command.tid)[command.turn].gen
+        if gen <= command.resume_tokens:
+            self._flag("dispatched a turn with nothing left", where, command, gen)
 
     def _note_batch(self, command: Train) -> None:
         groups = self.sim.core.buffer.groups

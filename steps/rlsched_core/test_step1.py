@@ -43,3 +43,16 @@ def test_events_are_frozen_and_slotted() -> None:
     assert not hasattr(event, "__dict__")
     assert [f.name for f in dataclasses.fields(RequestAborted)] == ["time", "rid", "new_tokens"]
     assert [f.name for f in dataclasses.fields(PromptsLoaded)] == ["time", "load_id", "prompt_tokens"]
+
+
+def test_a_finish_says_whether_the_engine_stopped_the_turn() -> None:
+    """`stopped` (0.5.0) comes last and defaults to False, so every older caller stays valid."""
+    assert [f.name for f in dataclasses.fields(RequestFinished)] == [
+        "time",
+        "rid",
+        "new_tokens",
+        "stopped",
+    ]
+    assert RequestFinished(2.0, 7, 100).stopped is False
+    stopped = RequestFinished(2.0, 7, 100, stopped=True)
+    assert stopped.stopped is True and stopped != RequestFinished(2.0, 7, 100)

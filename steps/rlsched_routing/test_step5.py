@@ -139,3 +139,33 @@ def test_a_session_that_timed_out_in_the_queue_ends_before_any_dispatch() -> Non
     parts.ctx.now = 20.0
     parts.turns.expire_queued()  # tid 1 runs: its session is not expired while queued
     assert fresh.state.name == "RUNNING" and parts.stats.env_session_timeouts == 1
+
+
+@pytest.mark.parametrize("stopped", [False, True])
+def test_a_whole_chunk_is_a_chunk_end_unless_the_engine_stopped_the_turn(stopped: bool) -> None:
+    """Divided rollout (0.4.0): a chunked request that returns exactly its chunk continues the
+    turn in a next chunk, unless the engine stopped the turn on that very token: then the turn
+    closes and its environment step starts (no next dispatch)."""
+    parts = CoreParts({
+        "devices": {"count": 2, "train": 1},
+        "scheduler": {"train_batch_size": 2, "group_size": 2, "max_tokens": 100,
+                      "env_timeout_s": 30, "chunk_tokens": 10},
+    })
+    parts.turns.backlog.append(10)
+    parts.turns.admit()
+    parts.turns.dispatch_queued()
+    parts.ctx.out.clear()
+    req = release(parts, 0, 10)
+    assert req.chunked and req.max_new_tokens == 10
+    parts.turns.turn_finished(req, 10, stopped=stopped)
+    traj = parts.buffer.trajs[req.tid]
+    if stopped:
+        assert parts.ctx.out == [StartEnvStep(traj.tid, 0, 30.0)]
+        assert traj.state is TrajState.ENV and traj.turn_versions == [0]
+        assert (traj.context_tokens, traj.generated_tokens, traj.resume_tokens) == (20, 10, 0)
+        assert parts.stats.chunk_ends == 0 and len(parts.placement) == 0
+    else:
+        assert parts.ctx.out == []  # the turn's next chunk waits in the queue
+        assert traj.state is TrajState.QUEUED and traj.turn_versions == []
+        assert (traj.context_tokens, traj.generated_tokens, traj.resume_tokens) == (10, 0, 10)
+        assert parts.stats.chunk_ends == 1 and parts.placement.pop() is traj

@@ -4,7 +4,7 @@ import pytest
 
 from rlsched.config import RlschedConfig
 from rlsched.core.buffer import TrajState
-from rlsched.core.commands import InitialLayout, Reload, StartEnvStep, SyncWeights
+from rlsched.core.commands import Dispatch, InitialLayout, Reload, StartEnvStep, SyncWeights
 from rlsched.core.events import (
     EnvStepTimedOut,
     OffloadDone,
@@ -118,3 +118,33 @@ def test_lost_gpu_mid_shrink_rolls_back_and_requeues() -> None:
     assert sched.buffer.trajs[3].rid is None  # the lost rank's request is queued again
     sched._on_worker_lost(WorkerLost(1.0, 3))
     assert sched.ctx.stats.ignored_events == 1
+
+
+@pytest.mark.parametrize("stopped", [False, True])
+def test_a_whole_chunk_the_engine_stopped_closes_the_turn(stopped: bool) -> None:
+    """`_on_request_finished` passes the engine's stop reason on (0.6.0): a chunked request that
+    generated exactly its chunk and stopped goes to its environment step; one that did not stop
+    is continued by a next chunk, dispatched in the same event."""
+    sched = Scheduler(RlschedConfig.model_validate({
+        "devices": {"count": 2, "train": 1},
+        "scheduler": {"train_batch_size": 1, "group_size": 1, "max_tokens": 100,
+                      "env_timeout_s": 10, "chunk_tokens": 8, "max_inflight_per_rank": 1},
+    }))
+    sched.handle(Started(0.0))
+    (first,) = [c for c in sched.handle(PromptsLoaded(0.0, 0, (10,))) if isinstance(c, Dispatch)]
+    assert first.max_new_tokens == 8
+    out = sched.handle(RequestFinished(1.0, first.rid, 8, stopped=stopped))
+    traj = sched.buffer.trajs[first.tid]
+    if stopped:
+        assert [c for c in out if isinstance(c, (Dispatch, StartEnvStep))] == [
+            StartEnvStep(first.tid, 0, 11.0)
+        ]
+        assert traj.state is TrajState.ENV and traj.context_tokens == 18
+        assert sched.ctx.stats.chunk_ends == 0
+    else:
+        (second,) = [c for c in out if isinstance(c, Dispatch)]
+        assert not any(isinstance(c, StartEnvStep) for c in out)
+        assert (second.tid, second.turn, second.resume_tokens, second.context_tokens) == (
+            first.tid, 0, 8, 10,
+        )
+        assert sched.ctx.stats.chunk_ends == 1

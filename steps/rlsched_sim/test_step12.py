@@ -3,6 +3,8 @@
 import pytest
 
 from rlsched.config import RlschedConfig
+from rlsched.core.commands import Dispatch
+from rlsched.core.events import Event, RequestFinished
 from rlsched.core.machine import Scheduler
 from rlsched.core.policies import ColocatePolicy
 from rlsched.sim.params import CostModel, WorkloadModel
@@ -58,3 +60,41 @@ def test_a_schedule_that_cannot_progress_is_reported() -> None:
     core = Scheduler(cfg, policy=_NeverTrains(cfg))
     with pytest.raises(SimulationStalled, match=r"stalled at t=14\.6s after 0 steps: 0 requests in flight, 1 ready"):
         Simulation(cfg, cost, work, scheduler=core).run(1)
+
+
+def _chunked(chunk: int) -> tuple[RlschedConfig, CostModel, Workload]:
+    """The hand-computed case without a prefix cache, turns divided into chunks of `chunk`."""
+    cfg, cost, work = _case(False)
+    mapping = cfg.model_dump()
+    mapping["scheduler"]["chunk_tokens"] = chunk
+    return RlschedConfig.model_validate(mapping), cost, work
+
+
+def test_a_turn_of_whole_chunks_ends_with_its_last_chunk() -> None:
+    """Turns of 50 tokens in chunks of 25 (0.3.0): the second chunk reaches the end of the turn,
+    so its finish says `stopped` and the turn closes; no third dispatch asks for nothing.
+    Turn 0: prefill 100 (1.0 s) + 25 tokens at 10/s (2.5 s), prefill 125 (1.25 s) + 2.5 s,
+    environment 1 s; turn 1: prefill 160 (1.6 s) + 2.5 s, prefill 185 (1.85 s) + 2.5 s, 1 s;
+    training 2.22 s. Without the stop reason each turn paid a third, empty dispatch (prefill
+    150 and 210 tokens: 3.6 s more)."""
+    cfg, cost, work = _chunked(25)
+    dispatches: list[Dispatch] = []
+    finishes: list[RequestFinished] = []
+
+    def watch(event: Event, commands: list) -> None:
+        if isinstance(event, RequestFinished):
+            finishes.append(event)
+        dispatches.extend(c for c in commands if isinstance(c, Dispatch))
+
+    simulation = Simulation(cfg, cost, work, observer=watch, check_invariants=True)
+    result = simulation.run(1)
+    assert [(d.turn, d.resume_tokens, d.max_new_tokens) for d in dispatches] == [
+        (0, 0, 25), (0, 25, 25), (1, 0, 25), (1, 25, 25),
+    ]
+    assert [(f.new_tokens, f.stopped) for f in finishes] == [
+        (25, False), (25, True), (25, False), (25, True),
+    ]
+    assert result.step_done == pytest.approx([19.92])
+    assert result.prefill_tokens == 100 + 125 + 160 + 185
+    assert result.decoded_tokens == result.useful_tokens == 100
+    assert simulation.core.stats.chunk_ends == 2
