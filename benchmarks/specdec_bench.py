@@ -13,6 +13,16 @@ Drafters compared, all through the same draft-and-verify loop (`SpeculativeDecod
   drafting).
 Greedy output is checked against the baseline's (it must be identical). Wall time is the median
 of `--runs`; speed-up is the baseline's time over the drafter's. Prints a Markdown table.
+
+`--engine` measures the same workload through the rollout engines instead (every request of
+every group submitted at once, `max_batch` 64, as the runtime's device worker drives them):
+* recompute: `TransformersEngine`, the runtime's default (one batched forward per token over
+  the left-padded full contexts, no KV cache);
+* kv: `SpeculativeEngine` with `drafter: none` (a KV cache per request, one pass per request
+  per token);
+* kv+request, kv+group: `SpeculativeEngine` drafting from the request's own context or from its
+  group (Seer's grouped speculative decoding), one pass per request per round.
+Greedy outputs of all four must be identical.
 """
 
 from __future__ import annotations
@@ -31,8 +41,13 @@ sys.path.insert(0, str(ROOT / "steps"))
 import torch
 from specdec_model import phrase_model, phrases
 
+from rlsched.engines.base import Sampling, SpecSettings
+from rlsched.engines.hf import TransformersEngine
+from rlsched.engines.speculative import SpeculativeEngine
 from rlsched.specdec.decoder import SpecStats, SpeculativeDecoder
 from rlsched.specdec.drafter import GroupDrafter
+
+ENGINES = ("recompute", "kv", "kv+request", "kv+group")
 
 
 def run(model, prompts, drafter: str, size: int, tokens: int, temperature: float, seed: int):
@@ -58,12 +73,63 @@ def run(model, prompts, drafter: str, size: int, tokens: int, temperature: float
     return time.perf_counter() - start, total, outputs
 
 
+def run_engine(model, prompts, kind: str, size: int, tokens: int, temperature: float, seed: int):
+    """All requests submitted at once to one engine, stepped until done; returns wall time,
+    the engine (for its counters) and the outputs in request order."""
+    if kind == "recompute":
+        engine = TransformersEngine(model, max_batch=64, seed=seed)
+    else:
+        drafter = {"kv": "none", "kv+request": "request", "kv+group": "group"}[kind]
+        settings = SpecSettings(drafter=drafter)
+        engine = SpeculativeEngine(model, max_batch=64, seed=seed, settings=settings)
+    sampling = Sampling(temperature=temperature)
+    start = time.perf_counter()
+    for g, prompt in enumerate(prompts):
+        for i in range(size):
+            engine.submit(g * size + i, prompt, tokens, sampling, group=g)
+    outputs = {}
+    while engine.num_active:
+        outputs.update((o.rid, o.token_ids) for o in engine.step())
+    return time.perf_counter() - start, engine, [outputs[r] for r in sorted(outputs)]
+
+
+def engine_table(model, prompts, args) -> None:
+    print(
+        "| sampling | engine | forward passes | tokens/pass | tokens through the model | "
+        "acceptance length | wall | speed-up over recompute |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for temperature, label in ((1.0, "temperature 1"), (0.0, "greedy")):
+        base_time = base_outputs = None
+        for kind in ENGINES:
+            times = []
+            for r in range(args.runs):
+                wall, engine, outputs = run_engine(
+                    model, prompts, kind, args.group_size, args.tokens, temperature, seed=r
+                )
+                times.append(wall)
+            wall = statistics.median(times)
+            if kind == "recompute":
+                base_time, base_outputs = wall, outputs
+            elif temperature == 0.0 and outputs != base_outputs:
+                raise SystemExit(f"greedy output of the {kind} engine differs from recompute")
+            generated = sum(len(o) for o in outputs)
+            spec = getattr(engine, "spec", None)
+            length = f"{spec.acceptance_length:.2f}" if spec is not None and spec.drafted else "1.00"
+            print(
+                f"| {label} | {kind} | {engine.forward_passes} | "
+                f"{generated / engine.forward_passes:.2f} | {engine.tokens_computed:,} | "
+                f"{length} | {wall * 1000:.0f} ms | {base_time / wall:.2f}x |"
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--groups", type=int, default=4)
     parser.add_argument("--group-size", type=int, default=8)
     parser.add_argument("--tokens", type=int, default=128)
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--engine", action="store_true", help="compare the rollout engines")
     args = parser.parse_args()
     torch.set_num_threads(1)
     began = time.perf_counter()
@@ -78,6 +144,9 @@ def main() -> None:
         f"{platform.machine()} (cpu)"
     )
     print()
+    if args.engine:
+        engine_table(model, prompts, args)
+        return
     print(
         "| sampling | drafter | tokens/round (acceptance length) | accepted/drafted | "
         "forward passes | tokens/pass | wall | speed-up |"
