@@ -95,6 +95,43 @@ def test_a_timeshare_step_shrinks_trains_and_expands(cluster: None) -> None:
     check_accounting(driver, 3)
 
 
+def test_speculative_chunked_turns_stop_at_their_stop_word_and_switches_are_timed(
+    cluster: None,
+) -> None:
+    """Multi-token turns decoded by the speculative engine, cut into chunks of 3 tokens: a
+    chunk that ends on the stop word ends its turn (never continued past it), the engines
+    report their drafting, and every training step's memory switch is recorded."""
+    patch = copy.deepcopy(SMALL)
+    patch["scheduler"]["chunk_tokens"] = 3  # a first token, then a round with one draft
+    rollout = {
+        "max_turn_tokens": 7,
+        "stop_words": ["east", "west"],  # half the actions end a turn
+        "speculative": {"drafter": "group", "k_init": 2, "k_max": 4},
+    }
+    driver = run_training(config(**patch, rollout=rollout), 2)
+    check_accounting(driver, 2)
+    assert driver.core.stats.chunk_ends > 0  # turns did span several chunks
+    stops = set(driver.sampling.stop_token_ids)
+    turns = 0
+    for rec in driver.store.records.values():  # the live trajectories' committed turns
+        run: list[int] = []
+        for token, generated in zip(rec.tokens, rec.gen_mask, strict=True):
+            if generated:
+                run.append(token)
+                continue
+            if run:
+                turns += 1
+                assert not stops & set(run[:-1]) and len(run) <= 7, run
+            run = []
+    assert turns > 0
+    engines, switch = driver.summary["engines"], driver.summary["switch"]
+    assert engines["spec_rounds"] > 0 and engines["spec_drafted"] > 0
+    assert engines["tokens_per_pass"] >= 1.0
+    assert switch["count"] >= 1 and switch["mib_mean"] > 0  # the last park may end after the run
+    kinds = {s.kind for s in driver.recorder.spans}
+    assert {"park", "unpark"} <= kinds
+
+
 def test_a_killed_rollout_actor_loses_no_request(cluster: None) -> None:
     """Three devices (device 2 trains); device 0's actor is killed while step 2 rolls out.
     Its requests are re-queued by the core on device 1 and every step completes."""
