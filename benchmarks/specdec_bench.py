@@ -115,7 +115,9 @@ def engine_table(model, prompts, args) -> None:
                 raise SystemExit(f"greedy output of the {kind} engine differs from recompute")
             generated = sum(len(o) for o in outputs)
             spec = getattr(engine, "spec", None)
-            length = f"{spec.acceptance_length:.2f}" if spec is not None and spec.drafted else "1.00"
+            length = (
+                f"{spec.acceptance_length:.2f}" if spec is not None and spec.drafted else "1.00"
+            )
             print(
                 f"| {label} | {kind} | {engine.forward_passes} | "
                 f"{generated / engine.forward_passes:.2f} | {engine.tokens_computed:,} | "
