@@ -89,7 +89,9 @@ def test_a_timeshare_step_shrinks_trains_and_expands(cluster: None) -> None:
     assert stats.shrinks_committed >= 3 and stats.expands >= 2 and stats.train_steps == 3
     rows = driver.recorder.rows
     assert all(r["shrink_s"] is not None and r["offload_s"] is not None for r in rows)
-    assert any(r["expand_s"] is not None and r["reload_s"] is not None for r in rows)
+    # device 1 is the only training device: it is shrunk for step k + 1 only after its expand
+    # from step k finished, so every row after the first measured one (whatever the timing)
+    assert all(r["expand_s"] is not None and r["reload_s"] is not None for r in rows[1:])
     kinds = {(s.device, s.kind) for s in driver.recorder.spans}
     assert {(1, "offload"), (1, "train"), (1, "reload"), (1, "sync"), (0, "rollout")} <= kinds
     check_accounting(driver, 3)

@@ -86,3 +86,23 @@ def test_a_hanging_environment_step_times_out(cluster: None) -> None:
     assert not driver._pending and driver._expired_timers() == []
     driver._observe_pool()
     assert driver._shrink_since is None
+
+
+def test_an_expand_is_measured_even_when_its_device_shrinks_again_in_the_same_event(
+    cluster: None,
+) -> None:
+    """EXPANDING -> ROLLOUT -> SHRINKING between two looks is a finished expand (the next batch
+    was ready when the weights arrived); EXPANDING -> LOST is not."""
+    driver = make_driver(tiny(devices={"count": 3, "train": 2}))
+    pool = driver.core.pool
+    for device in (1, 2):
+        pool.shrink_sampler([device])
+        pool.mark_offloaded(device)
+        pool.expand_sampler([device])
+    driver._observe_pool()
+    assert driver._expanding.keys() == {1, 2} and "expand_s" not in driver._window
+    pool.mark_rollout(1)
+    pool.shrink_sampler([1])
+    pool.mark_lost(2)
+    driver._observe_pool()
+    assert len(driver._window["expand_s"]) == 1 and not driver._expanding
