@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner, Result
+from hypothesis import HealthCheck, settings
 
 REPO = Path(__file__).resolve().parent.parent
 # Helper modules shared by test files (sim_worlds.py) import by plain name.
@@ -33,6 +34,16 @@ def make_project(root: Path, docs: dict[str, str]) -> Path:
         (root / "design" / name).write_text(text, encoding="utf-8")
     return root
 
+
+# Hypothesis runs the same examples every time (derandomize) and never judges by the clock: the
+# suite must not depend on timing or on a previous run's database. HYPOTHESIS_PROFILE=explore
+# searches with fresh randomness when hunting for bugs.
+_QUIET = [HealthCheck.too_slow, HealthCheck.data_too_large]
+settings.register_profile(
+    "ci", derandomize=True, database=None, deadline=None, suppress_health_check=_QUIET
+)
+settings.register_profile("explore", deadline=None, suppress_health_check=_QUIET)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 CACHE = ".dd_cache"  # dd's cache of results by content hash: scratch, not project content
 
