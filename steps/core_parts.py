@@ -24,7 +24,9 @@ class CoreParts:
         self.policy = make_policy(cfg)
         self.placement = FifoPlacement()
         self.staleness = BoundedStaleness(sch.staleness)
-        self.pool = GpuPool(cfg.num_devices, cfg.devices.gpus_per_rank, self.policy.initial_offloaded())
+        self.pool = GpuPool(
+            cfg.num_devices, cfg.devices.gpus_per_rank, self.policy.initial_offloaded()
+        )
         self.buffer = TrajectoryBuffer(sch.group_size, sch.max_tokens)
         self.ctx = Context(cfg, self.pool, self.buffer, self.staleness)
         self.router = Router(self.ctx, sch.max_inflight_per_rank)

@@ -1,4 +1,4 @@
-"""Step 2 of design/rlsched_cli.md: `rlsched check-config FILE` for scheduler and simulator configs."""
+"""Step 2 of design/rlsched_cli.md: `rlsched check-config FILE`, scheduler and simulator configs."""
 
 from pathlib import Path
 
@@ -30,7 +30,8 @@ def test_every_problem_is_reported_with_its_key_path(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text(
         "devices: {count: 8, train: 9}\n"
-        "scheduler: {mode: timeshare, train_batch_size: 10, group_size: 4, staleness: 0, migrate: resume}\n"
+        "scheduler: {mode: timeshare, train_batch_size: 10, group_size: 4, staleness: 0,"
+        " migrate: resume}\n"
     )
     result = CliRunner().invoke(cli, ["check-config", str(bad)])
     assert result.exit_code == 1
@@ -50,7 +51,9 @@ def test_simulator_configs_show_every_parameter_with_its_source() -> None:
 
 def test_simulator_config_problems_are_listed_with_key_paths(tmp_path: Path) -> None:
     bad = tmp_path / "sim.yaml"
-    bad.write_text("devices: {count: 4}\npolicies: {ts: {mode: timeshare, train: 9}}\ncost: {}\nworkload: {}\n")
+    bad.write_text(
+        "devices: {count: 4}\npolicies: {ts: {mode: timeshare, train: 9}}\ncost: {}\nworkload: {}\n"
+    )
     result = CliRunner().invoke(cli, ["check-config", str(bad)])
     assert result.exit_code == 1
     assert f"{bad}: cost.decode_rank_tokens_per_s: Field required" in result.output

@@ -42,7 +42,11 @@ def test_events_are_frozen_and_slotted() -> None:
         event.rid = 3  # type: ignore[misc]
     assert not hasattr(event, "__dict__")
     assert [f.name for f in dataclasses.fields(RequestAborted)] == ["time", "rid", "new_tokens"]
-    assert [f.name for f in dataclasses.fields(PromptsLoaded)] == ["time", "load_id", "prompt_tokens"]
+    assert [f.name for f in dataclasses.fields(PromptsLoaded)] == [
+        "time",
+        "load_id",
+        "prompt_tokens",
+    ]
 
 
 def test_a_finish_says_whether_the_engine_stopped_the_turn() -> None:

@@ -13,7 +13,13 @@ def test_values_are_frozen_and_defaulted() -> None:
     out = GenOutput(3, (5, 6), (-0.1, -0.2), "abort", 2)
     with pytest.raises(dataclasses.FrozenInstanceError):
         out.rid = 4  # type: ignore[misc]
-    assert [f.name for f in dataclasses.fields(GenOutput)] == ["rid", "token_ids", "logprobs", "finish_reason", "version"]
+    assert [f.name for f in dataclasses.fields(GenOutput)] == [
+        "rid",
+        "token_ids",
+        "logprobs",
+        "finish_reason",
+        "version",
+    ]
 
 
 def test_protocol_is_structural() -> None:
@@ -21,8 +27,12 @@ def test_protocol_is_structural() -> None:
         version = 0
 
         def submit(self, rid, token_ids, max_new_tokens, sampling): ...
-        def step(self): return []
-        def abort(self, rids): return []
+        def step(self):
+            return []
+
+        def abort(self, rids):
+            return []
+
         def offload(self): ...
         def reload(self): ...
         def load_weights(self, state, version): ...

@@ -48,7 +48,9 @@ def test_logprob_is_that_of_the_sampling_distribution() -> None:
     logits = eng._forward_last([[3, 4, 5]])[0]
     (out,) = eng.step()
     expected = torch.log_softmax(logits[[10, 11, 12, 13]] / 0.7, dim=-1)
-    assert out.logprobs[0] == pytest.approx(float(expected[[10, 11, 12, 13].index(out.token_ids[0])]), abs=1e-5)
+    assert out.logprobs[0] == pytest.approx(
+        float(expected[[10, 11, 12, 13].index(out.token_ids[0])]), abs=1e-5
+    )
 
 
 def test_sampling_is_seeded_and_batch_cap_holds() -> None:

@@ -19,7 +19,9 @@ def test_abort_returns_the_tokens_made_so_far_and_resume_continues() -> None:
     (out,) = eng.abort([7, 99])
     assert out.finish_reason == "abort" and out.token_ids == made and len(out.logprobs) == 2
     assert eng.abort([7]) == [] and eng.num_active == 0
-    eng.submit(8, [3, 4, 5, *out.token_ids], 8, Sampling())  # resume elsewhere: context + kept tokens
+    eng.submit(
+        8, [3, 4, 5, *out.token_ids], 8, Sampling()
+    )  # resume elsewhere: context + kept tokens
     assert eng.num_active == 1
 
 
@@ -43,7 +45,9 @@ def test_offload_frees_the_weights_and_reload_restores_them() -> None:
 
 def test_load_weights_in_place_while_resident_or_offloaded() -> None:
     eng = TransformersEngine(build_model(ModelSpec(seed=0), VOCAB))
-    new = {n: p.detach().clone() for n, p in build_model(ModelSpec(seed=9), VOCAB).named_parameters()}
+    new = {
+        n: p.detach().clone() for n, p in build_model(ModelSpec(seed=9), VOCAB).named_parameters()
+    }
     ptrs = [p.data_ptr() for p in eng.model.parameters()]
     eng.load_weights(new, 1)
     assert eng.version == 1 and [p.data_ptr() for p in eng.model.parameters()] == ptrs

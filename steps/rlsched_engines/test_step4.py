@@ -12,7 +12,9 @@ from rlsched.engines.vllm_engine import VllmEngine, load_into_worker
 
 
 def test_the_module_imports_without_vllm_and_builds_nothing_without_a_gpu() -> None:
-    assert callable(load_into_worker) and {"submit", "step", "abort", "offload"} <= set(dir(VllmEngine))
+    assert callable(load_into_worker) and {"submit", "step", "abort", "offload"} <= set(
+        dir(VllmEngine)
+    )
     with pytest.raises(ValueError, match="VAL_IN_SET"):
         VllmEngine("/nonexistent", sleep_level=3)
     with pytest.raises(ValueError, match="VAL_FLOAT_RANGE"):

@@ -6,7 +6,14 @@ import pytest
 import torch
 
 from rlsched.envs.grid import GRID_WORDS, GridWalk
-from rlsched.model import SPECIAL_TOKENS, ModelSpec, action_token_ids, build_model, build_tokenizer, load_tokenizer
+from rlsched.model import (
+    SPECIAL_TOKENS,
+    ModelSpec,
+    action_token_ids,
+    build_model,
+    build_tokenizer,
+    load_tokenizer,
+)
 
 
 def test_tokenizer_round_trips_environment_text() -> None:
@@ -55,5 +62,10 @@ def test_action_ids_and_local_checkpoint(tmp_path: Path) -> None:
 
     PreTrainedTokenizerFast(tokenizer_object=tok).save_pretrained(tmp_path)
     loaded = build_model(ModelSpec(path=str(tmp_path)), 0)
-    assert all(torch.equal(p, q) for p, q in zip(model.parameters(), loaded.parameters(), strict=True))
-    assert load_tokenizer(ModelSpec(path=str(tmp_path)), []).encode("2 0 east").ids == tok.encode("2 0 east").ids
+    assert all(
+        torch.equal(p, q) for p, q in zip(model.parameters(), loaded.parameters(), strict=True)
+    )
+    assert (
+        load_tokenizer(ModelSpec(path=str(tmp_path)), []).encode("2 0 east").ids
+        == tok.encode("2 0 east").ids
+    )

@@ -10,9 +10,23 @@ from rlsched.pool import DeviceMode
 
 
 def _parts(mode: str = "timeshare", cap: int = 2) -> CoreParts:
-    devices = {"count": 4, "gpus_per_rank": 2} if mode == "colocate" else {"count": 4, "gpus_per_rank": 2, "train": 2}
-    return CoreParts({"devices": devices, "scheduler": {"mode": mode, "train_batch_size": 4, "group_size": 2,
-                                                        "max_tokens": 100, "max_inflight_per_rank": cap}})
+    devices = (
+        {"count": 4, "gpus_per_rank": 2}
+        if mode == "colocate"
+        else {"count": 4, "gpus_per_rank": 2, "train": 2}
+    )
+    return CoreParts(
+        {
+            "devices": devices,
+            "scheduler": {
+                "mode": mode,
+                "train_batch_size": 4,
+                "group_size": 2,
+                "max_tokens": 100,
+                "max_inflight_per_rank": cap,
+            },
+        }
+    )
 
 
 def test_request_record() -> None:
@@ -47,7 +61,10 @@ def test_dispatch_fills_the_least_loaded_rank_up_to_the_cap() -> None:
     assert placed == [0, 1, 0, 1] and parts.router.pick_rank() is None
     first = parts.ctx.out[0]
     assert first == Dispatch(0, 0, 0, 0, 0, 10, 0, 90, 0, None)
-    assert parts.buffer.trajs[0].state is TrajState.RUNNING and parts.buffer.groups[group.gid].min_version == 0
+    assert (
+        parts.buffer.trajs[0].state is TrajState.RUNNING
+        and parts.buffer.groups[group.gid].min_version == 0
+    )
     assert parts.in_flight == 4 and parts.stats.dispatched == 4
 
 

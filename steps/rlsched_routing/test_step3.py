@@ -6,8 +6,12 @@ from rlsched.core.commands import Abort
 
 
 def _running() -> CoreParts:
-    parts = CoreParts({"devices": {"count": 2, "train": 1},
-                       "scheduler": {"train_batch_size": 4, "group_size": 4, "max_inflight_per_rank": 4}})
+    parts = CoreParts(
+        {
+            "devices": {"count": 2, "train": 1},
+            "scheduler": {"train_batch_size": 4, "group_size": 4, "max_inflight_per_rank": 4},
+        }
+    )
     parts.buffer.admit_group(10)
     for tid in range(4):
         parts.router.dispatch(parts.buffer.trajs[tid], tid % 2)
@@ -41,9 +45,18 @@ def test_lose_rank_returns_its_requests_in_id_order() -> None:
 
 def test_ranks_are_picked_by_weights_version() -> None:
     """A rank's new version moves it to that version's heap; blocked versions are skipped."""
-    parts = CoreParts({"devices": {"count": 3, "train": 1},
-                       "scheduler": {"mode": "timeshare", "train_batch_size": 4, "group_size": 4,
-                                     "staleness": 3, "max_inflight_per_rank": 4}})
+    parts = CoreParts(
+        {
+            "devices": {"count": 3, "train": 1},
+            "scheduler": {
+                "mode": "timeshare",
+                "train_batch_size": 4,
+                "group_size": 4,
+                "staleness": 3,
+                "max_inflight_per_rank": 4,
+            },
+        }
+    )
     parts.buffer.admit_group(10)
     parts.router.set_rank_version(1, 3)
     parts.router.push_rank(1)

@@ -8,11 +8,20 @@ from rlsched.core.events import PromptsLoaded
 
 
 def _parts(cap: int = 2, max_turns: int = 100) -> CoreParts:
-    return CoreParts({
-        "devices": {"count": 2, "train": 1},
-        "scheduler": {"train_batch_size": 2, "group_size": 2, "staleness": 1, "max_tokens": 100,
-                      "max_inflight_per_rank": cap, "max_turns": max_turns, "env_timeout_s": 10},
-    })
+    return CoreParts(
+        {
+            "devices": {"count": 2, "train": 1},
+            "scheduler": {
+                "train_batch_size": 2,
+                "group_size": 2,
+                "staleness": 1,
+                "max_tokens": 100,
+                "max_inflight_per_rank": cap,
+                "max_turns": max_turns,
+                "env_timeout_s": 10,
+            },
+        }
+    )
 
 
 def test_admission_asks_for_prompts_once() -> None:
@@ -31,9 +40,19 @@ def test_dispatch_fills_least_loaded_ranks_up_to_the_cap() -> None:
     assert parts.buffer.live_groups == 2 and parts.ctx.out == []
     parts.turns.dispatch_queued()
     dispatches = [c for c in parts.ctx.out if isinstance(c, Dispatch)]
-    assert [(d.rid, d.tid, d.rank) for d in dispatches] == [(0, 0, 0), (1, 1, 1), (2, 2, 0), (3, 3, 1)]
+    assert [(d.rid, d.tid, d.rank) for d in dispatches] == [
+        (0, 0, 0),
+        (1, 1, 1),
+        (2, 2, 0),
+        (3, 3, 1),
+    ]
     first = dispatches[0]
-    assert (first.context_tokens, first.resume_tokens, first.max_new_tokens, first.version) == (10, 0, 90, 0)
+    assert (first.context_tokens, first.resume_tokens, first.max_new_tokens, first.version) == (
+        10,
+        0,
+        90,
+        0,
+    )
     assert first.env_deadline is None  # no environment session before the first step
     assert parts.in_flight == 4 and parts.router.pick_rank() is None
 

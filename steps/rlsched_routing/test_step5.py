@@ -9,11 +9,19 @@ from rlsched.core.events import EnvStepDone, EnvStepTimedOut
 
 
 def _running(migration: str = "reissue", max_turns: int = 100) -> CoreParts:
-    parts = CoreParts({
-        "devices": {"count": 2, "train": 1},
-        "scheduler": {"train_batch_size": 2, "group_size": 2, "max_tokens": 100, "env_timeout_s": 30,
-                      "migration": migration, "max_turns": max_turns},
-    })
+    parts = CoreParts(
+        {
+            "devices": {"count": 2, "train": 1},
+            "scheduler": {
+                "train_batch_size": 2,
+                "group_size": 2,
+                "max_tokens": 100,
+                "env_timeout_s": 30,
+                "migration": migration,
+                "max_turns": max_turns,
+            },
+        }
+    )
     parts.turns.backlog.append(10)
     parts.turns.admit()
     parts.turns.dispatch_queued()
@@ -113,11 +121,18 @@ def test_a_session_that_timed_out_in_the_queue_ends_before_any_dispatch() -> Non
     """Queued trajectories whose idle session reached its deadline end at the first event after
     it (`expire_queued`, before any decision), flagged; the deadline travels on Dispatch for a
     trajectory still within it."""
-    parts = CoreParts({
-        "devices": {"count": 2, "train": 1},
-        "scheduler": {"train_batch_size": 2, "group_size": 2, "max_tokens": 100, "env_timeout_s": 10,
-                      "max_inflight_per_rank": 1},
-    })
+    parts = CoreParts(
+        {
+            "devices": {"count": 2, "train": 1},
+            "scheduler": {
+                "train_batch_size": 2,
+                "group_size": 2,
+                "max_tokens": 100,
+                "env_timeout_s": 10,
+                "max_inflight_per_rank": 1,
+            },
+        }
+    )
     parts.turns.backlog.append(10)
     parts.turns.admit()
     parts.turns.dispatch_queued()  # tid 0 on rank 0, tid 1 on rank 1
@@ -146,11 +161,18 @@ def test_a_whole_chunk_is_a_chunk_end_unless_the_engine_stopped_the_turn(stopped
     """Divided rollout (0.4.0): a chunked request that returns exactly its chunk continues the
     turn in a next chunk, unless the engine stopped the turn on that very token: then the turn
     closes and its environment step starts (no next dispatch)."""
-    parts = CoreParts({
-        "devices": {"count": 2, "train": 1},
-        "scheduler": {"train_batch_size": 2, "group_size": 2, "max_tokens": 100,
-                      "env_timeout_s": 30, "chunk_tokens": 10},
-    })
+    parts = CoreParts(
+        {
+            "devices": {"count": 2, "train": 1},
+            "scheduler": {
+                "train_batch_size": 2,
+                "group_size": 2,
+                "max_tokens": 100,
+                "env_timeout_s": 30,
+                "chunk_tokens": 10,
+            },
+        }
+    )
     parts.turns.backlog.append(10)
     parts.turns.admit()
     parts.turns.dispatch_queued()

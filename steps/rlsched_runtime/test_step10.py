@@ -1,4 +1,5 @@
-"""Step 10 of design/rlsched_runtime.md: commands become Ray calls that remember what they answer."""
+"""Step 10 of design/rlsched_runtime.md: commands become Ray calls that remember
+what they answer."""
 
 from collections.abc import Iterator
 

@@ -20,11 +20,20 @@ from rlsched.pool import DeviceMode
 
 
 def _sched(max_turns: int = 2) -> Scheduler:
-    sched = Scheduler(RlschedConfig.model_validate({
-        "devices": {"count": 2, "train": 1},
-        "scheduler": {"train_batch_size": 2, "group_size": 2, "max_turns": max_turns, "max_tokens": 100,
-                      "env_timeout_s": 10},
-    }))
+    sched = Scheduler(
+        RlschedConfig.model_validate(
+            {
+                "devices": {"count": 2, "train": 1},
+                "scheduler": {
+                    "train_batch_size": 2,
+                    "group_size": 2,
+                    "max_turns": max_turns,
+                    "max_tokens": 100,
+                    "env_timeout_s": 10,
+                },
+            }
+        )
+    )
     sched._on_started(Started(0.0))
     sched.turns.admit()  # asks for prompts: LoadPrompts(0, 2)
     sched.turns.on_prompts_loaded(PromptsLoaded(0.0, 0, (10,)))
@@ -43,7 +52,11 @@ def test_the_lifecycles_share_one_context() -> None:
 
 
 def test_started_announces_the_layout_once() -> None:
-    sched = Scheduler(RlschedConfig.model_validate({"devices": {"count": 4, "train": 2}, "scheduler": {"mode": "disaggregated"}}))
+    sched = Scheduler(
+        RlschedConfig.model_validate(
+            {"devices": {"count": 4, "train": 2}, "scheduler": {"mode": "disaggregated"}}
+        )
+    )
     sched._on_started(Started(0.0))
     assert sched.ctx.out == [InitialLayout((0, 1), (2, 3))]
     sched._on_started(Started(0.0))
@@ -65,10 +78,19 @@ def test_finished_and_aborted_requests_free_the_slot_and_move_the_turn() -> None
 
 def _trained_ready() -> Scheduler:
     """Timeshare on 4 GPUs (train = 2, 3): one complete group, training set shrunk and training."""
-    sched = Scheduler(RlschedConfig.model_validate({
-        "devices": {"count": 4, "train": 2},
-        "scheduler": {"train_batch_size": 2, "group_size": 2, "staleness": 1, "max_tokens": 100},
-    }))
+    sched = Scheduler(
+        RlschedConfig.model_validate(
+            {
+                "devices": {"count": 4, "train": 2},
+                "scheduler": {
+                    "train_batch_size": 2,
+                    "group_size": 2,
+                    "staleness": 1,
+                    "max_tokens": 100,
+                },
+            }
+        )
+    )
     sched.turns.backlog.append(10)
     sched.turns.admit()
     sched.turns.dispatch_queued()
@@ -77,7 +99,9 @@ def _trained_ready() -> Scheduler:
         sched.turns.complete(sched.buffer.trajs[rid])
     sched.transitions.begin_shrink((2, 3))
     for device in (2, 3):
-        sched.transitions.on_offload_done(OffloadDone(1.0, device, sched.transitions.dev_op[device]))
+        sched.transitions.on_offload_done(
+            OffloadDone(1.0, device, sched.transitions.dev_op[device])
+        )
     assert sched.transitions.shrink is None and sched.ctx.stats.shrinks_committed == 1
     sched.trainer.begin((2, 3))
     sched.ctx.out.clear()
@@ -89,7 +113,11 @@ def test_training_done_bumps_the_version_expands_and_syncs() -> None:
     with pytest.raises(ValueError, match="VAL_INT_RANGE failed"):
         sched._on_training_done(TrainingDone(2.0, 1, 5))
     sched._on_training_done(TrainingDone(2.0, 1, 1))
-    assert sched.ctx.version == 1 and sched.ctx.stats.train_steps == 1 and sched.buffer.trained_groups == 1
+    assert (
+        sched.ctx.version == 1
+        and sched.ctx.stats.train_steps == 1
+        and sched.buffer.trained_groups == 1
+    )
     op_id = sched.transitions.dev_op[2]
     assert sched.ctx.out == [Reload(op_id, (2, 3)), SyncWeights(1, (2, 3)), SyncWeights(1, (0, 1))]
 
@@ -104,10 +132,14 @@ def test_lost_training_gpu_fails_the_step_and_keeps_the_batch() -> None:
 
 
 def test_lost_gpu_mid_shrink_rolls_back_and_requeues() -> None:
-    sched = Scheduler(RlschedConfig.model_validate({
-        "devices": {"count": 4, "train": 2},
-        "scheduler": {"train_batch_size": 4, "group_size": 4, "max_tokens": 100},
-    }))
+    sched = Scheduler(
+        RlschedConfig.model_validate(
+            {
+                "devices": {"count": 4, "train": 2},
+                "scheduler": {"train_batch_size": 4, "group_size": 4, "max_tokens": 100},
+            }
+        )
+    )
     sched.turns.backlog.append(10)
     sched.turns.admit()
     sched.turns.dispatch_queued()
@@ -125,11 +157,21 @@ def test_a_whole_chunk_the_engine_stopped_closes_the_turn(stopped: bool) -> None
     """`_on_request_finished` passes the engine's stop reason on (0.6.0): a chunked request that
     generated exactly its chunk and stopped goes to its environment step; one that did not stop
     is continued by a next chunk, dispatched in the same event."""
-    sched = Scheduler(RlschedConfig.model_validate({
-        "devices": {"count": 2, "train": 1},
-        "scheduler": {"train_batch_size": 1, "group_size": 1, "max_tokens": 100,
-                      "env_timeout_s": 10, "chunk_tokens": 8, "max_inflight_per_rank": 1},
-    }))
+    sched = Scheduler(
+        RlschedConfig.model_validate(
+            {
+                "devices": {"count": 2, "train": 1},
+                "scheduler": {
+                    "train_batch_size": 1,
+                    "group_size": 1,
+                    "max_tokens": 100,
+                    "env_timeout_s": 10,
+                    "chunk_tokens": 8,
+                    "max_inflight_per_rank": 1,
+                },
+            }
+        )
+    )
     sched.handle(Started(0.0))
     (first,) = [c for c in sched.handle(PromptsLoaded(0.0, 0, (10,))) if isinstance(c, Dispatch)]
     assert first.max_new_tokens == 8
@@ -145,6 +187,9 @@ def test_a_whole_chunk_the_engine_stopped_closes_the_turn(stopped: bool) -> None
         (second,) = [c for c in out if isinstance(c, Dispatch)]
         assert not any(isinstance(c, StartEnvStep) for c in out)
         assert (second.tid, second.turn, second.resume_tokens, second.context_tokens) == (
-            first.tid, 0, 8, 10,
+            first.tid,
+            0,
+            8,
+            10,
         )
         assert sched.ctx.stats.chunk_ends == 1

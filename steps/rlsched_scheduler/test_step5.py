@@ -5,8 +5,14 @@ from rlsched.core.machine import Scheduler
 
 
 def test_views_read_the_lifecycles() -> None:
-    sched = Scheduler(RlschedConfig.model_validate({"devices": {"count": 4, "train": 2},
-                                                    "scheduler": {"train_batch_size": 4, "group_size": 2}}))
+    sched = Scheduler(
+        RlschedConfig.model_validate(
+            {
+                "devices": {"count": 4, "train": 2},
+                "scheduler": {"train_batch_size": 4, "group_size": 2},
+            }
+        )
+    )
     assert (sched.version, sched.step, sched.now, sched.in_flight) == (0, 0, 0.0, 0)
     assert sched.training is False and sched._training is None and sched.shrinking == ()
     assert sched.stats is sched.ctx.stats

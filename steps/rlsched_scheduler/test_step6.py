@@ -34,11 +34,19 @@ from rlsched.core.machine import Scheduler
 
 def _cfg(mode: str) -> RlschedConfig:
     devices = {"count": 4} if mode == "colocate" else {"count": 4, "train": 2}
-    return RlschedConfig.model_validate({
-        "devices": devices,
-        "scheduler": {"mode": mode, "train_batch_size": 4, "group_size": 2, "max_turns": 2,
-                      "max_tokens": 200, "staleness": 0 if mode == "colocate" else 1},
-    })
+    return RlschedConfig.model_validate(
+        {
+            "devices": devices,
+            "scheduler": {
+                "mode": mode,
+                "train_batch_size": 4,
+                "group_size": 2,
+                "max_turns": 2,
+                "max_tokens": 200,
+                "staleness": 0 if mode == "colocate" else 1,
+            },
+        }
+    )
 
 
 def _drive(sched: Scheduler, steps: int) -> int:
@@ -125,11 +133,23 @@ def test_a_group_completed_while_dispatching_is_trained() -> None:
     idle session is found expired as it leaves the queue, at the end of the pump, with nothing
     left in flight. The pump must decide again (before 0.3.0 nothing ever trained the batch: a
     deadlock the property suite found)."""
-    sched = Scheduler(RlschedConfig.model_validate({
-        "devices": {"count": 2, "train": 1},
-        "scheduler": {"mode": "disaggregated", "train_batch_size": 2, "group_size": 2, "staleness": 0,
-                      "max_turns": 3, "max_tokens": 100, "env_timeout_s": 4.0, "max_inflight_per_rank": 1},
-    }))
+    sched = Scheduler(
+        RlschedConfig.model_validate(
+            {
+                "devices": {"count": 2, "train": 1},
+                "scheduler": {
+                    "mode": "disaggregated",
+                    "train_batch_size": 2,
+                    "group_size": 2,
+                    "staleness": 0,
+                    "max_turns": 3,
+                    "max_tokens": 100,
+                    "env_timeout_s": 4.0,
+                    "max_inflight_per_rank": 1,
+                },
+            }
+        )
+    )
 
     def rid_of(commands: list, tid: int) -> int:
         return next(c.rid for c in commands if isinstance(c, Dispatch) and c.tid == tid)

@@ -17,21 +17,43 @@ def _fixed(value: float) -> dict:
 
 
 def _case(prefix_cache: bool) -> tuple[RlschedConfig, CostModel, Workload]:
-    cfg = RlschedConfig.model_validate({
-        "devices": {"count": 1},
-        "scheduler": {"mode": "colocate", "train_batch_size": 1, "group_size": 1, "staleness": 0,
-                      "max_turns": 10, "max_tokens": 10_000},
-    })
+    cfg = RlschedConfig.model_validate(
+        {
+            "devices": {"count": 1},
+            "scheduler": {
+                "mode": "colocate",
+                "train_batch_size": 1,
+                "group_size": 1,
+                "staleness": 0,
+                "max_turns": 10,
+                "max_tokens": 10_000,
+            },
+        }
+    )
     s = lambda v: {"value": v, "source": "hand-computed case"}  # noqa: E731
-    cost = CostModel.model_validate({
-        "decode_rank_tokens_per_s": s(100), "decode_request_tokens_per_s": s(10),
-        "prefill_s_per_token": s(0.01), "prefix_cache": prefix_cache, "train_s_per_token": s(0.001),
-        "train_fixed_s": s(2), "sync_s": s(0), "offload_s": s(0), "reload_s": s(0),
-    })
-    model = WorkloadModel.model_validate({
-        "prompt_tokens": _fixed(100), "turns": _fixed(2), "turns_within_group_sigma": s(0),
-        "gen_tokens": _fixed(50), "obs_tokens": _fixed(10), "env_step_s": _fixed(1.0),
-    })
+    cost = CostModel.model_validate(
+        {
+            "decode_rank_tokens_per_s": s(100),
+            "decode_request_tokens_per_s": s(10),
+            "prefill_s_per_token": s(0.01),
+            "prefix_cache": prefix_cache,
+            "train_s_per_token": s(0.001),
+            "train_fixed_s": s(2),
+            "sync_s": s(0),
+            "offload_s": s(0),
+            "reload_s": s(0),
+        }
+    )
+    model = WorkloadModel.model_validate(
+        {
+            "prompt_tokens": _fixed(100),
+            "turns": _fixed(2),
+            "turns_within_group_sigma": s(0),
+            "gen_tokens": _fixed(50),
+            "obs_tokens": _fixed(10),
+            "env_step_s": _fixed(1.0),
+        }
+    )
     return cfg, cost, Workload(model, 0, 1, 10_000)
 
 
@@ -58,7 +80,9 @@ class _NeverTrains(ColocatePolicy):
 def test_a_schedule_that_cannot_progress_is_reported() -> None:
     cfg, cost, work = _case(False)
     core = Scheduler(cfg, policy=_NeverTrains(cfg))
-    with pytest.raises(SimulationStalled, match=r"stalled at t=14\.6s after 0 steps: 0 requests in flight, 1 ready"):
+    with pytest.raises(
+        SimulationStalled, match=r"stalled at t=14\.6s after 0 steps: 0 requests in flight, 1 ready"
+    ):
         Simulation(cfg, cost, work, scheduler=core).run(1)
 
 
@@ -89,10 +113,16 @@ def test_a_turn_of_whole_chunks_ends_with_its_last_chunk() -> None:
     simulation = Simulation(cfg, cost, work, observer=watch, check_invariants=True)
     result = simulation.run(1)
     assert [(d.turn, d.resume_tokens, d.max_new_tokens) for d in dispatches] == [
-        (0, 0, 25), (0, 25, 25), (1, 0, 25), (1, 25, 25),
+        (0, 0, 25),
+        (0, 25, 25),
+        (1, 0, 25),
+        (1, 25, 25),
     ]
     assert [(f.new_tokens, f.stopped) for f in finishes] == [
-        (25, False), (25, True), (25, False), (25, True),
+        (25, False),
+        (25, True),
+        (25, False),
+        (25, True),
     ]
     assert result.step_done == pytest.approx([19.92])
     assert result.prefill_tokens == 100 + 125 + 160 + 185

@@ -11,12 +11,24 @@ from rlsched.sim.workload import Workload
 
 ROOT = Path(__file__).resolve().parents[2]
 SIM = load_sim_config(ROOT / "examples" / "four_gpu.yaml")
-FIELDS = {"step_time_s", "rollout_tokens_per_s", "trajectories_per_h", "utilization", "fraction_of_ideal",
-          "tail_latency_s", "timeouts", "stale_dropped", "discarded_tokens", "train_devices_rollout_share"}
+FIELDS = {
+    "step_time_s",
+    "rollout_tokens_per_s",
+    "trajectories_per_h",
+    "utilization",
+    "fraction_of_ideal",
+    "tail_latency_s",
+    "timeouts",
+    "stale_dropped",
+    "discarded_tokens",
+    "train_devices_rollout_share",
+}
 
 
 def test_ideal_is_device_seconds_over_devices() -> None:
-    cost = SIM.cost  # 1,500 tokens/s per rank of 1 device, 2e-5 s/prefill token, 1e-3 s/trained token
+    cost = (
+        SIM.cost
+    )  # 1,500 tokens/s per rank of 1 device, 2e-5 s/prefill token, 1e-3 s/trained token
     work = Work(decode_tokens=3000, prefill_tokens=50_000, train_tokens=2000)
     assert ideal_seconds(work, cost, 4, 1) == pytest.approx((2.0 + 1.0 + 2.0) / 4)
     assert ideal_seconds(work, cost, 4, 2) == pytest.approx((4.0 + 2.0 + 2.0) / 4)

@@ -10,8 +10,18 @@ from rlsched.sim.report import describe, print_comparison, report, write_json, w
 from rlsched.sim.runner import ideal_of, run_policies
 
 ROOT = Path(__file__).resolve().parents[2]
-FIELDS = {"step_time_s", "rollout_tokens_per_s", "trajectories_per_h", "utilization", "fraction_of_ideal",
-          "tail_latency_s", "timeouts", "stale_dropped", "discarded_tokens", "train_devices_rollout_share"}
+FIELDS = {
+    "step_time_s",
+    "rollout_tokens_per_s",
+    "trajectories_per_h",
+    "utilization",
+    "fraction_of_ideal",
+    "tail_latency_s",
+    "timeouts",
+    "stale_dropped",
+    "discarded_tokens",
+    "train_devices_rollout_share",
+}
 
 
 def test_json_report_has_every_field(tmp_path: Path) -> None:

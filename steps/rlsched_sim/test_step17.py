@@ -13,16 +13,37 @@ FOUR = str(ROOT / "examples" / "four_gpu.yaml")
 
 def test_sim_writes_report_picture_and_trace(tmp_path: Path) -> None:
     out, png, trace = tmp_path / "o.json", tmp_path / "o.png", tmp_path / "o.trace.json"
-    result = CliRunner().invoke(sim, [FOUR, "--steps", "2", "--jobs", "1", "--json", str(out), "--plot", str(png), "--trace", str(trace)])
+    result = CliRunner().invoke(
+        sim,
+        [
+            FOUR,
+            "--steps",
+            "2",
+            "--jobs",
+            "1",
+            "--json",
+            str(out),
+            "--plot",
+            str(png),
+            "--trace",
+            str(trace),
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "fraction of ideal" in result.output
     document = json.loads(out.read_text())
-    assert document["steps"] == 2 and set(document["policies"]) == {"colocate", "disaggregated", "timeshare"}
+    assert document["steps"] == 2 and set(document["policies"]) == {
+        "colocate",
+        "disaggregated",
+        "timeshare",
+    }
     assert png.read_bytes()[:4] == b"\x89PNG" and json.loads(trace.read_text())["traceEvents"]
 
 
 def test_policy_selection_and_seed() -> None:
-    result = CliRunner().invoke(sim, [FOUR, "--steps", "1", "-p", "timeshare,colocate", "--seed", "5", "--jobs", "1"])
+    result = CliRunner().invoke(
+        sim, [FOUR, "--steps", "1", "-p", "timeshare,colocate", "--seed", "5", "--jobs", "1"]
+    )
     assert result.exit_code == 0, result.output
     assert "timeshare" in result.output and "disaggregated" not in result.output
     bad = CliRunner().invoke(sim, [FOUR, "-p", "fastest"])
@@ -31,7 +52,9 @@ def test_policy_selection_and_seed() -> None:
 
 def test_bad_config_lists_every_problem_and_writes_nothing(tmp_path: Path) -> None:
     config = tmp_path / "bad.yaml"
-    config.write_text("devices: {count: 4}\npolicies: {a: {mode: fastest}}\ncost: {}\nworkload: {}\n")
+    config.write_text(
+        "devices: {count: 4}\npolicies: {a: {mode: fastest}}\ncost: {}\nworkload: {}\n"
+    )
     out = tmp_path / "never.json"
     result = CliRunner().invoke(sim, [str(config), "--json", str(out)])
     assert result.exit_code == 1

@@ -31,7 +31,9 @@ def test_trace_round_trips(tmp_path: Path) -> None:
 
 def test_malformed_trace_names_file_and_line(tmp_path: Path) -> None:
     path = tmp_path / "bad.jsonl"
-    path.write_text('{"prompt_tokens": 3, "samples": [[[1, 0, 0.1]]]}\n{"prompt_tokens": 0, "samples": []}\n')
+    path.write_text(
+        '{"prompt_tokens": 3, "samples": [[[1, 0, 0.1]]]}\n{"prompt_tokens": 0, "samples": []}\n'
+    )
     with pytest.raises(TraceError, match=r"bad\.jsonl:2: prompt_tokens must be an int >= 1"):
         load_trace(path)
     path.write_text('{"prompt_tokens": 3, "samples": [[[1, -2, 0.1]]]}\n')

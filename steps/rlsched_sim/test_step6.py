@@ -13,7 +13,9 @@ MODEL = load_sim_config(ROOT / "examples" / "paper_160gpu.yaml").workload
 def test_work_depends_only_on_seed_and_ids() -> None:
     a, b = Workload(MODEL, 7, 8, 65536), Workload(MODEL, 7, 8, 65536)
     asked_forward = [a.turns(g, 8 * g + i) for g in range(20) for i in range(8)]
-    asked_backward = [b.turns(g, 8 * g + i) for g in reversed(range(20)) for i in reversed(range(8))]
+    asked_backward = [
+        b.turns(g, 8 * g + i) for g in reversed(range(20)) for i in reversed(range(8))
+    ]
     assert asked_forward == list(reversed(asked_backward))
     assert [a.prompt_tokens(g) for g in range(20)] == [b.prompt_tokens(g) for g in range(20)]
     assert Workload(MODEL, 8, 8, 65536).turns(0, 0) != a.turns(0, 0)
@@ -38,7 +40,13 @@ def test_prompts_fit_the_token_budget_and_forget_frees_plans() -> None:
 
 def test_trace_replay_wraps_groups_and_samples(tmp_path: Path) -> None:
     path = tmp_path / "t.jsonl"
-    write_trace([TraceGroup(10, ((Turn(1, 2, 0.5),), (Turn(3, 4, 1.0),))), TraceGroup(20, ((Turn(5, 6, 2.0),),))], path)
+    write_trace(
+        [
+            TraceGroup(10, ((Turn(1, 2, 0.5),), (Turn(3, 4, 1.0),))),
+            TraceGroup(20, ((Turn(5, 6, 2.0),),)),
+        ],
+        path,
+    )
     work = Workload(MODEL.model_copy(update={"trace": path}), 0, 4, 100)
     assert [work.prompt_tokens(g) for g in range(3)] == [10, 20, 10]
     assert work.turns(0, 1) == (Turn(3, 4, 1.0),)

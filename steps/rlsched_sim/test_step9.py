@@ -3,7 +3,7 @@
 from pathlib import Path
 
 from rlsched.sim.params import load_sim_config
-from rlsched.sim.shell import Simulation, SimResult
+from rlsched.sim.shell import SimResult, Simulation
 from rlsched.sim.workload import Workload
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -17,7 +17,9 @@ def test_simulation_builds_one_rank_model_per_rank() -> None:
     assert len(simulation.ranks) == 20
     assert simulation.ranks[0].cap == 50.0
     assert simulation.timeline.num_devices == 160
-    assert simulation.result.name == "ts" and simulation.result.train_devices == tuple(range(32, 160))
+    assert simulation.result.name == "ts" and simulation.result.train_devices == tuple(
+        range(32, 160)
+    )
 
 
 def test_sim_time_is_the_last_step() -> None:

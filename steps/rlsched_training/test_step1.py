@@ -11,8 +11,17 @@ from rlsched.pool import DeviceMode
 
 def _trained_ready() -> CoreParts:
     """Timeshare on 4 GPUs (train = 2, 3): one complete group of 4, the training set offloaded."""
-    parts = CoreParts({"devices": {"count": 4, "train": 2},
-                       "scheduler": {"train_batch_size": 4, "group_size": 4, "staleness": 1, "max_tokens": 100}})
+    parts = CoreParts(
+        {
+            "devices": {"count": 4, "train": 2},
+            "scheduler": {
+                "train_batch_size": 4,
+                "group_size": 4,
+                "staleness": 1,
+                "max_tokens": 100,
+            },
+        }
+    )
     parts.turns.backlog.append(10)
     parts.turns.admit()
     parts.turns.dispatch_queued()
@@ -45,7 +54,11 @@ def test_a_successful_step_moves_the_version_a_failed_one_returns_the_batch() ->
     parts.trainer.begin((2, 3))
     assert parts.trainer.finish(TrainingDone(1.0, 7, 1)) is None and parts.stats.ignored_events == 1
     assert parts.trainer.finish(TrainingDone(1.0, 1, 1, ok=False)) is None
-    assert list(parts.buffer.ready) == [0] and parts.stats.train_steps_failed == 1 and parts.ctx.version == 0
+    assert (
+        list(parts.buffer.ready) == [0]
+        and parts.stats.train_steps_failed == 1
+        and parts.ctx.version == 0
+    )
     parts.trainer.begin((2, 3))
     with pytest.raises(ValueError, match="VAL_INT_RANGE failed"):
         parts.trainer.finish(TrainingDone(2.0, 2, 5))

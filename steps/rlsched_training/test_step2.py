@@ -8,8 +8,17 @@ from rlsched.pool import DeviceMode
 
 
 def _running() -> CoreParts:
-    parts = CoreParts({"devices": {"count": 4, "train": 2},
-                       "scheduler": {"train_batch_size": 4, "group_size": 4, "staleness": 1, "max_tokens": 100}})
+    parts = CoreParts(
+        {
+            "devices": {"count": 4, "train": 2},
+            "scheduler": {
+                "train_batch_size": 4,
+                "group_size": 4,
+                "staleness": 1,
+                "max_tokens": 100,
+            },
+        }
+    )
     parts.turns.backlog.append(10)
     parts.turns.admit()
     parts.turns.dispatch_queued()

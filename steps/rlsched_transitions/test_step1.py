@@ -9,8 +9,17 @@ from rlsched.pool import DeviceMode
 
 def _parts() -> CoreParts:
     """4 GPUs (timeshare, train = GPUs 2 and 3), one group of 4 trajectories on ranks 0..3."""
-    parts = CoreParts({"devices": {"count": 4, "train": 2},
-                       "scheduler": {"train_batch_size": 4, "group_size": 4, "staleness": 1, "max_tokens": 100}})
+    parts = CoreParts(
+        {
+            "devices": {"count": 4, "train": 2},
+            "scheduler": {
+                "train_batch_size": 4,
+                "group_size": 4,
+                "staleness": 1,
+                "max_tokens": 100,
+            },
+        }
+    )
     parts.buffer.admit_group(10)
     for tid in range(4):
         parts.router.dispatch(parts.buffer.trajs[tid], tid)

@@ -10,8 +10,17 @@ from rlsched.pool import DeviceMode
 
 def _running() -> CoreParts:
     """4 GPUs (timeshare, train = GPUs 2 and 3), one group of 4 trajectories on ranks 0..3."""
-    parts = CoreParts({"devices": {"count": 4, "train": 2},
-                       "scheduler": {"train_batch_size": 4, "group_size": 4, "staleness": 1, "max_tokens": 100}})
+    parts = CoreParts(
+        {
+            "devices": {"count": 4, "train": 2},
+            "scheduler": {
+                "train_batch_size": 4,
+                "group_size": 4,
+                "staleness": 1,
+                "max_tokens": 100,
+            },
+        }
+    )
     parts.turns.backlog.append(10)
     parts.turns.admit()
     parts.turns.dispatch_queued()
@@ -54,5 +63,7 @@ def test_rollback_returns_undrained_and_reloads_offloaded() -> None:
     assert parts.shrinking == () and parts.stats.shrinks_rolled_back == 1
     (reload,) = parts.ctx.out
     assert parts.pool.mode(2) is DeviceMode.EXPANDING and reload == Reload(reload.op_id, (2,))
-    assert parts.transitions.dev_op[2] == reload.op_id and parts.transitions.dev_op[3] != reload.op_id
+    assert (
+        parts.transitions.dev_op[2] == reload.op_id and parts.transitions.dev_op[3] != reload.op_id
+    )
     assert parts.reload_pending == frozenset({3})

@@ -8,9 +8,13 @@ from rlsched.pool import DeviceMode
 
 
 def _one_group_admitted() -> CoreParts:
-    """Timeshare on 4 GPUs (train = 2, 3): one group of 4 admitted and queued, nothing dispatched."""
-    parts = CoreParts({"devices": {"count": 4, "train": 2},
-                       "scheduler": {"train_batch_size": 4, "group_size": 4, "max_tokens": 100}})
+    """Timeshare on 4 GPUs (train = 2, 3): one group of 4 admitted, queued, nothing dispatched."""
+    parts = CoreParts(
+        {
+            "devices": {"count": 4, "train": 2},
+            "scheduler": {"train_batch_size": 4, "group_size": 4, "max_tokens": 100},
+        }
+    )
     parts.turns.backlog.append(10)
     parts.turns.admit()
     return parts
@@ -23,7 +27,9 @@ def test_offload_answers_must_repeat_the_outstanding_operation_id() -> None:
     current = parts.transitions.dev_op[2]
     assert current is not None and parts.transitions.dev_op[3] != current
     parts.transitions.on_offload_done(OffloadDone(1.0, 2, current - 1))
-    parts.transitions.on_offload_done(OffloadDone(1.0, 2, parts.transitions.dev_op[3]))  # another device's id
+    parts.transitions.on_offload_done(
+        OffloadDone(1.0, 2, parts.transitions.dev_op[3])
+    )  # another device's id
     assert parts.pool.mode(2) is DeviceMode.SHRINKING and parts.stats.ignored_events == 2
     parts.transitions.on_offload_done(OffloadDone(1.0, 2, current))
     assert parts.pool.mode(2) is DeviceMode.OFFLOADED and parts.transitions.dev_op[2] is None
@@ -39,7 +45,9 @@ def test_reload_and_sync_answers_in_either_order() -> None:
     parts = _one_group_admitted()
     parts.transitions.begin_shrink((2, 3))
     for device in (2, 3):
-        parts.transitions.on_offload_done(OffloadDone(1.0, device, parts.transitions.dev_op[device]))
+        parts.transitions.on_offload_done(
+            OffloadDone(1.0, device, parts.transitions.dev_op[device])
+        )
     parts.ctx.version = 1
     parts.transitions.begin_expand((2, 3))
     op_id = parts.transitions.dev_op[2]
