@@ -52,3 +52,13 @@ def test_lazy_command_runs_through_the_group_and_its_listed_help_is_its_own() ->
     for name, (_, line) in LAZY_COMMANDS.items():
         command = LazyGroup.get_command(cli, None, name)
         assert command.get_short_help_str(limit=200) == line
+
+
+def test_h_is_help_everywhere() -> None:
+    from click.testing import CliRunner
+
+    from rlsched.cli import cli
+
+    for args in (["-h"], ["check-config", "-h"], ["shrink-plan", "-h"], ["sim", "-h"]):
+        out = CliRunner().invoke(cli, args)
+        assert out.exit_code == 0 and "Usage:" in out.output, (args, out.output)
