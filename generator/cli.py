@@ -267,9 +267,10 @@ def patterns(pattern_id: str | None) -> None:
 
 
 def _register_extensions() -> None:
-    from generator.cli_steps import register
+    from generator import cli_adopt, cli_steps
 
-    register(cli)
+    cli_steps.register(cli)
+    cli_adopt.register(cli)
 
 
 _register_extensions()
