@@ -463,6 +463,12 @@ def parse_accepted(value: str) -> tuple[dict[str, str], str | None]:
     return found, None
 
 
+def is_accepted(mutant: Mutant, accepted: dict[str, str]) -> bool:
+    """Listed by its key, or its spec listed whole (`Spec: *`, for code no check here can run,
+    such as a GPU-only path: the reason says where it is tested)."""
+    return mutant.key in accepted or f"{mutant.spec}: *" in accepted
+
+
 def accepted_of(step: Step) -> dict[str, str]:
     f = step.field("accepted mutants")
     return parse_accepted(f.value)[0] if f is not None else {}
@@ -502,7 +508,7 @@ class Report:
 
     @property
     def unaccepted(self) -> list[Outcome]:
-        return [o for o in self.survivors if o.mutant.key not in self.accepted]
+        return [o for o in self.survivors if not is_accepted(o.mutant, self.accepted)]
 
     @property
     def score(self) -> float | None:
@@ -655,10 +661,13 @@ def run_mutants(
     seed: int = 0,
     jobs: int | None = None,
     progress: Callable[[Outcome], None] | None = None,
+    fit_seconds: float | None = None,
 ) -> Report:
     """Run `step`'s checks against (a seeded sample of `budget`) mutants of its code, `jobs` at
-    a time (default: the machine's cores). Raises MutationError when the checks do not pass on
-    the unmutated code in an isolated copy."""
+    a time (default: the machine's cores). With `fit_seconds`, the sample is cut (re-drawn with
+    the same seed, at least 3) to what fits in about that time at the speed of the clean run.
+    Raises MutationError when the checks do not pass on the unmutated code in an isolated
+    copy."""
     started = time.monotonic()
     mutants = step_mutants(project, doc, step)
     chosen = sample(mutants, budget, seed)
@@ -680,6 +689,9 @@ def run_mutants(
                 f"copy ({failed}); mutants cannot be scored"
             )
         timeout = 3 * report.baseline_seconds + 10
+        if fit_seconds is not None:
+            fit = max(3, int(fit_seconds * jobs / max(report.baseline_seconds, 0.1)))
+            chosen = sample(chosen, fit, seed)
         texts = {m.path: (workers.root / m.path).read_text("utf-8") for m in chosen}
 
         def one(mutant: Mutant) -> Outcome:
