@@ -10,14 +10,28 @@ inserted.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import libcst as cst
 
 from generator import annotations as grammar
 from generator.models import Annotation, DDError, Diagnostic, Loc, Spec
-from generator.patterns import PatternLibrary, render_annotation
+from generator.patterns import PatternLibrary, Site, render
 
 _INDENT_UNIT = 4  # rendered pattern code is indented with 4 spaces
+
+
+@dataclass
+class Needs:
+    """What a spec's expanded checks need from their module: `reprlib` (inline template
+    checks), the check module and a site in the `_AT` table per check call."""
+
+    reprlib: bool = False
+    sites: list[Site] = field(default_factory=list)
+
+    def add(self, other: Needs) -> None:
+        self.reprlib = self.reprlib or other.reprlib
+        self.sites += other.sites
 
 
 def _reindent(source: str, indent: str, newline: str) -> str:
@@ -188,9 +202,9 @@ def expand_tree(
     annotations: list[Annotation],
     lib: PatternLibrary,
     symbol: str,
-) -> tuple[cst.Module, bool]:
+) -> tuple[cst.Module, Needs]:
     """`module` (parsed from `code`) with every annotation's statements inserted after its
-    comment, and whether the inserted checks use `reprlib` (the module must then import it).
+    comment, and what the inserted checks need from the module (`Needs`).
 
     `first_line` is the document line of the code's first line. The annotations (as parsed from
     the document) are matched to the code's annotation comments in order, so expanding
@@ -199,19 +213,22 @@ def expand_tree(
     inside a function body, after the docstring, where statements can follow. Everything else
     keeps its exact bytes.
     """
+    needs = Needs()
     if not annotations:
-        return module, False
+        return module, needs
     by_line = _match_comments(code, first_line, annotations)
     rendered: dict[int, list[cst.BaseStatement]] = {}
     errors: list[Diagnostic] = []
-    uses_reprlib = False
     for number, ann in by_line.items():
         try:
-            source = render_annotation(ann, lib, symbol)
+            source, site = render(ann, lib, symbol)
         except DDError as exc:
             errors += exc.diagnostics
             continue
-        uses_reprlib = uses_reprlib or "reprlib." in source
+        if site is None:
+            needs.reprlib = needs.reprlib or "reprlib." in source
+        else:
+            needs.sites.append(site)
         rendered[number] = _statements(source, module)
     if errors:
         raise DDError(errors)
@@ -231,14 +248,14 @@ def expand_tree(
             )
     if errors:
         raise DDError(errors)
-    return expanded, uses_reprlib
+    return expanded, needs
 
 
 def _dd055(ann: Annotation, message: str) -> Diagnostic:
     return Diagnostic(loc=ann.loc, code="DD055", message=f"{ann.pattern}: {message}")
 
 
-def expand_spec(spec: Spec, lib: PatternLibrary) -> tuple[cst.Module, bool]:
+def expand_spec(spec: Spec, lib: PatternLibrary) -> tuple[cst.Module, Needs]:
     """The spec's parsed code block with its annotations expanded (`expand_tree`)."""
     assert spec.code is not None, "only specs with code are expanded"
     code = spec.code
