@@ -192,11 +192,41 @@ def step_start(number: int, doc_arg: str | None) -> None:
     )
 
 
+BUDGET_OPTION = click.option(
+    "--budget",
+    type=click.IntRange(min=1),
+    help="Run a seeded sample of this many mutants (default: all for verify, "
+    "[tool.dd] mutation-budget for done).",
+)
+JOBS_OPTION = click.option(
+    "--jobs", type=click.IntRange(min=1), help="Mutants run at a time (default: the cores)."
+)
+
+
 @step_group.command("verify")
 @click.argument("number", type=int)
 @DOC_OPTION
-def step_verify(number: int, doc_arg: str | None) -> None:
-    """Run step NUMBER's verify items; exit 1 on any failure or when it has none."""
+@click.option(
+    "--mutants", is_flag=True, help="Also run the checks against mutants of the step's code."
+)
+@BUDGET_OPTION
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the sample.")
+@JOBS_OPTION
+@click.option(
+    "--record", is_flag=True, help="Write the mutation score into a DONE step's `verified:` line."
+)
+def step_verify(
+    number: int,
+    doc_arg: str | None,
+    mutants: bool,
+    budget: int | None,
+    seed: int,
+    jobs: int | None,
+    record: bool,
+) -> None:
+    """Run step NUMBER's verify items; exit 1 on any failure or when it has none. With
+    --mutants, also report which mutants of the step's code the checks kill (exit 1 below
+    [tool.dd] mutation-floor)."""
     project, doc = _doc_and_project(doc_arg)
     with _refusals():
         results = st.verify_step(project, doc, number)
@@ -210,20 +240,33 @@ def step_verify(number: int, doc_arg: str | None) -> None:
             f"note: Step {number} is NOT_STARTED, so its code is not generated yet: "
             f"`dd step start {number}` and `dd expand`, or `dd step done {number}` directly"
         )
-    sys.exit(0 if passed == len(results) else 1)
+    if passed < len(results):
+        sys.exit(1)
+    if mutants or record:
+        from generator.cli_mutate import verify_mutants
+
+        verify_mutants(project, doc, step, budget, seed, jobs, record)
+    sys.exit(0)
 
 
 @step_group.command("done")
 @click.argument("number", type=int)
 @DOC_OPTION
 @click.option("--no-commit", is_flag=True, help="Mark DONE but do not commit.")
-def step_done(number: int, doc_arg: str | None, no_commit: bool) -> None:
-    """Expand, verify, mark step NUMBER DONE and commit it as `Step N: <title>`; all or nothing."""
+@BUDGET_OPTION
+@JOBS_OPTION
+def step_done(
+    number: int, doc_arg: str | None, no_commit: bool, budget: int | None, jobs: int | None
+) -> None:
+    """Expand, verify, run mutants (refused below [tool.dd] mutation-floor), mark step NUMBER
+    DONE and commit it as `Step N: <title>`; all or nothing."""
     project, doc = _doc_and_project(doc_arg)
     with _refusals():
-        result = st.done_step(project, doc, number, commit=not no_commit)
+        result = st.done_step(project, doc, number, commit=not no_commit, budget=budget, jobs=jobs)
     for r in result.results:
         _echo_result(r)
+    if result.mutation is not None:
+        click.echo(f"mutants: {result.mutation.summary()}")
     if result.committed:
         click.echo(
             f"{doc.path}: Step {number} DONE, committed {result.committed[:10]} "

@@ -34,6 +34,11 @@ class Config(Model):
     prompts: str = "prompts"  # project prompt templates (`<NAME>.j2`), overriding the shipped ones
     line_length: int = Field(default=100, alias="line-length", ge=40, le=320)  # generated code
     cache: str = ".dd_cache"  # results by content hash; "" turns caching off
+    # `dd step done` refuses a step whose checks kill fewer of its mutants than this fraction
+    # (surviving mutants listed under the step's `accepted mutants:` count as killed).
+    mutation_floor: float = Field(default=0.6, alias="mutation-floor", ge=0, le=1)
+    # Mutants `dd step done` runs per step (a seeded sample when the step has more).
+    mutation_budget: int = Field(default=40, alias="mutation-budget", ge=1)
 
     @property
     def output_dir(self) -> Path:

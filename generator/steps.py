@@ -16,7 +16,7 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
-from generator import gitutil
+from generator import gitutil, mutate
 from generator.docedit import insert_plan, set_step_fields
 from generator.models import DDError, Diagnostic, Document, Step, StepStatus
 from generator.plan import derive_plan, render_plan, validate_plan
@@ -271,6 +271,24 @@ class DoneResult:
     results: list[CheckResult]
     committed: str | None = None  # commit hash
     paths: list[str] = field(default_factory=list)  # project-relative paths changed/committed
+    mutation: mutate.Report | None = None
+
+
+def _mutation_gate(
+    project: Project, doc: Document, step: Step, budget: int | None, jobs: int | None
+) -> mutate.Report:
+    """Run the step's mutants; StepError (listing the survivors) below `mutation-floor` (0 turns
+    the run off)."""
+    floor = project.config.mutation_floor
+    try:
+        report = mutate.run_mutants(
+            project, doc, step, budget or project.config.mutation_budget, jobs=jobs
+        )
+    except mutate.MutationError as exc:
+        raise StepError(str(exc)) from None
+    if mutate.below_floor(report, floor):
+        raise StepError(mutate.refusal(report, floor))
+    return report
 
 
 def _git_changes(project: Project, git_root: Path) -> list[str]:
@@ -323,7 +341,14 @@ def _reload(project: Project, doc: Document, number: int) -> tuple[Project, Docu
     return fresh, new_doc, get_step(new_doc, number)
 
 
-def done_step(project: Project, doc: Document, number: int, commit: bool = True) -> DoneResult:
+def done_step(
+    project: Project,
+    doc: Document,
+    number: int,
+    commit: bool = True,
+    budget: int | None = None,
+    jobs: int | None = None,
+) -> DoneResult:
     """Expand, verify, mark DONE (date, verified) and commit Step `number`, or change nothing.
 
     Refuses (StepError) when a depended-on step is not DONE, the step has no checks, the project
@@ -355,15 +380,21 @@ def done_step(project: Project, doc: Document, number: int, commit: bool = True)
             raise StepError(
                 f"verification of Step {number} failed; nothing was changed", results=results
             )
+        checks = f"passed ({len(results)} check{'s' if len(results) != 1 else ''})"
+        mutation = (
+            _mutation_gate(project, doc, step, budget, jobs)
+            if project.config.mutation_floor > 0
+            else None
+        )
         fields = {
             "status": StepStatus.done.value,
             "date": today(),
-            "verified": f"passed ({len(results)} check{'s' if len(results) != 1 else ''})",
+            "verified": mutate.verified_line(checks, mutation),
         }
         atomic_write(doc_path, set_step_fields(read_text(doc_path), step, fields))
         project, doc, step = _reload(project, doc, number)
         _expand(project, snap)
-        result = DoneResult(results=results)
+        result = DoneResult(results=results, mutation=mutation)
         if git_root is not None:
             files = step_files(project, doc, step)
             result.paths = [
@@ -405,6 +436,7 @@ def status_data(project: Project) -> dict[str, object]:
                 "depends_on": list(s.depends_on),
                 "methods": list(s.methods),
                 "verify": list(s.verify),
+                "mutation": mutate.score_of(s.verified),
                 # a step reset after a redesign keeps its old commits: show DONE ones only
                 "commit": commits.get(gitutil.step_key(doc.path, s.number))
                 if s.status is StepStatus.done

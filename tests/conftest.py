@@ -23,6 +23,7 @@ version = "0.0.1"
 [tool.dd]
 docs = ["design"]
 exclude = []
+mutation-floor = 0  # tests/test_mutate.py covers mutation-checked steps
 """
 
 

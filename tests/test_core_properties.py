@@ -42,6 +42,7 @@ from rlsched.core.commands import (
 )
 from rlsched.core.events import (
     EnvStepDone,
+    EnvStepFailed,
     EnvStepTimedOut,
     OffloadDone,
     PromptsLoaded,
@@ -52,6 +53,7 @@ from rlsched.core.events import (
     TrainingDone,
     WeightsSynced,
     WorkerLost,
+    WorkerRecovered,
 )
 from rlsched.core.machine import Scheduler
 from rlsched.pool import DeviceMode, GpuPool
@@ -99,6 +101,9 @@ class World:
         self.dropped: set[int] = set()
         self.steps: dict[int, dict] = {}
         self.losses = 0
+        self.min_alive_ranks = 2  # losses stop there unless lost workers are replaced
+        self.recover_rate = 0.0
+        self.recoveries = 0
         self.events = 0
         self.train_ok = 0
         self.rids_by_rank_history: dict[int, set[int]] = {}
@@ -117,7 +122,17 @@ class World:
                 and self.lose_device()
             ):
                 continue
-            assert self.pending, f"deadlock after {self.events} events: {self.sched.stats}"
+            lost = any(self.lost)
+            if lost and self.recover_rate and self.rng.random() < self.recover_rate:
+                self.recover_device()
+                continue
+            if not self.pending:
+                # nothing the core waits for can arrive: it must know (and say so) at once
+                stall = self.sched.stall()
+                assert stall is not None, "stalled world, but the core waits for an answer"
+                assert lost and self.recover_rate, f"deadlock after {self.events} events: {stall}"
+                self.recover_device()
+                continue
             i = self.rng.randrange(len(self.pending))
             self.pending[i], self.pending[-1] = self.pending[-1], self.pending[i]
             self.deliver(self.pending.pop())
@@ -157,7 +172,9 @@ class World:
             self.next_turn[tid] = turn + 1
             if not timed_out and not done:
                 self.session_deadline[tid] = self.time + self.cfg.scheduler.env_timeout_s
-            if timed_out:
+            if timed_out == "failed":  # the environment raised
+                self.feed(EnvStepFailed(self.time, tid, turn))
+            elif timed_out:
                 self.feed(EnvStepTimedOut(self.time, tid, turn))
             else:
                 self.feed(EnvStepDone(self.time, tid, turn, obs, done))
@@ -205,7 +222,7 @@ class World:
 
     def lose_device(self, prefer_shrinking: float = 0.5) -> bool:
         alive = [d for d in range(self.n) if not self.lost[d]]
-        if len(alive) <= 2 * self.tp:
+        if len(alive) <= self.min_alive_ranks * self.tp:
             return False
         # prefer devices of a shrink or a training step in progress: the hard cases
         shrinking = [d for d in self.sched.shrinking if not self.lost[d]]
@@ -252,6 +269,23 @@ class World:
         self.pending = kept
         self.feed(WorkerLost(self.time, device))
         return True
+
+    def recover_device(self) -> None:
+        """A lost rank's worker is replaced: asleep, initial weights. Nothing from the lost
+        worker arrives after this (WorkerRecovered's contract)."""
+        device = self.rng.choice([d for d in range(self.n) if self.lost[d]])
+        rank = device // self.tp
+        devices = set(range(rank * self.tp, rank * self.tp + self.tp))
+        self.pending = [
+            (kind, payload)
+            for kind, payload in self.pending
+            if not (kind in ("offload", "reload", "sync") and payload[0] in devices)
+        ]
+        for d in devices:
+            self.lost[d] = self.awake[d] = self.training[d] = self.offloading[d] = False
+            self.version[d] = 0
+        self.recoveries += 1
+        self.feed(WorkerRecovered(self.time, device))
 
     def dead_rids(self, rank: int) -> set[int]:
         return self.rids_by_rank_history.get(rank, set())
@@ -374,7 +408,8 @@ class World:
             self.env_started.add(key)
             self.env_pending.add(key)
             roll = self.rng.random()
-            payload = (c.tid, c.turn, roll < 0.05, self.rng.randint(0, 8), roll > 0.6)
+            ended = "failed" if 0.05 <= roll < 0.08 else roll < 0.05
+            payload = (c.tid, c.turn, ended, self.rng.randint(0, 8), roll > 0.6)
             self.pending.append(("env", payload))
         else:  # pragma: no cover
             raise TypeError(f"unknown command {c!r}")
@@ -402,6 +437,16 @@ class World:
                     assert d in sched.reload_pending or d in sched.shrinking
         s = sched.stats
         assert s.shrinks == s.shrinks_committed + s.shrinks_rolled_back + bool(sched.shrinking)
+        if sched.stall() is not None:  # a stall is never claimed while an answer is owed
+            for kind, payload in self.pending:
+                if kind in ("finish", "abort"):
+                    assert payload[0] not in sched.router.requests, "stall, a request owed"
+                elif kind == "prompts":
+                    assert payload[0] != sched.turns.load_pending, "stall, a prompt load owed"
+                elif kind == "env":
+                    traj = sched.buffer.trajs.get(payload[0])
+                    owed = traj is not None and traj.state.name == "ENV"
+                    assert not (owed and traj.turn == payload[1]), "stall, an env step owed"
 
     def final_accounting(self) -> None:
         """Every trajectory ever dispatched is trained, dropped, or live in the buffer in a
@@ -502,6 +547,28 @@ def test_worker_lost_mid_shrink_rolls_back_whole(cfg, seed):
         world.loss_rate = 0.0
     world.run(max_events=world.events + 3000, target_steps=world.train_ok + 1, start=False)
     world.final_accounting()
+
+
+@settings(max_examples=400, **SETTINGS)
+@given(
+    cfg=configs(),
+    seed=st.integers(0, 2**32 - 1),
+    loss=st.sampled_from((0.005, 0.02, 0.05)),
+    recover=st.sampled_from((0.0, 0.01, 0.05)),
+)
+def test_recovered_workers_rejoin_and_training_goes_on(cfg, seed, loss, recover):
+    """Losses down to one rank (the only training device too), each lost worker replaced at
+    a random moment or when the world stalls: the core names every stall at once, a
+    replaced rank rejoins, and training keeps going with every trajectory accounted for."""
+    world = make_world(cfg, seed, loss, max_losses=6)
+    world.min_alive_ranks = 1
+    world.recover_rate = recover if recover else 1e-9  # 1e-9: replaced only on a stall
+    world.run(max_events=8000, target_steps=4)
+    world.final_accounting()
+    assert world.train_ok >= 4, f"too slow: {world.events} events, {world.sched.stats}"
+    s = world.sched.stats
+    assert s.devices_recovered == world.recoveries <= s.devices_lost
+    assert s.train_steps == world.train_ok
 
 
 @settings(max_examples=300, **SETTINGS)

@@ -147,7 +147,7 @@ def test_full_step_loop(project: Path, dd: Callable[..., Result]) -> None:
         "-- status: NOT_STARTED",
         "+- status: DONE",
         "+- date: 2026-11-22",
-        "+- verified: passed (1 check)",
+        "+- verified: passed (1 check); mutants 2/2 killed, score 1.00",
     ]
 
     status = json.loads(dd(project, "status", "--json").output)
@@ -160,6 +160,7 @@ def test_full_step_loop(project: Path, dd: Callable[..., Result]) -> None:
         "depends_on": [],
         "methods": ["GpuPool"],
         "verify": ["steps/pool/test_step1.py"],
+        "mutation": {"killed": 2, "mutants": 2, "accepted": 0, "sampled_from": 2, "score": 1.0},
         "commit": git(project, "rev-parse", "HEAD").strip(),
     }
     assert doc["steps"][1]["status"] == "NOT_STARTED" and doc["steps"][1]["commit"] is None

@@ -14,7 +14,16 @@ from generator.parser.sections import chunks, fields, ticked_list
 
 _STEP_RE = re.compile(r"^Step\s+(?P<num>\d+)\s*:\s*(?P<title>\S.*)$", re.DOTALL)
 _DEPENDS_ITEM_RE = re.compile(r"^(?:Step\s+)?(\d+)$")
-_STEP_KEYS = ("status", "depends on", "methods", "purpose", "verify", "date", "verified")
+_STEP_KEYS = (
+    "status",
+    "depends on",
+    "methods",
+    "purpose",
+    "verify",
+    "date",
+    "verified",
+    "accepted mutants",
+)
 
 
 def steps(r: Report, blocks: list[Block]) -> list[Step]:
@@ -149,6 +158,13 @@ def _set_verified(step: Step, value: str) -> str | None:
     return None
 
 
+def _check_accepted(step: Step, value: str) -> str | None:
+    """`accepted mutants:` (read by `dd step done`): `Spec: before -> after` (reason), ..."""
+    from generator.mutate import parse_accepted
+
+    return parse_accepted(value)[1]
+
+
 # Each setter stores a valid value on the step, or returns what is wrong with it.
 _SETTERS: dict[str, Callable[[Step, str], str | None]] = {
     "status": _set_status,
@@ -158,4 +174,5 @@ _SETTERS: dict[str, Callable[[Step, str], str | None]] = {
     "verify": _set_verify,
     "date": _set_date,
     "verified": _set_verified,
+    "accepted mutants": _check_accepted,
 }

@@ -40,7 +40,7 @@ def test_move_follows_the_transition_table() -> None:
         pool._move(2, DeviceMode.LOST)
     pool._move(1, DeviceMode.LOST)
     with pytest.raises(ValueError, match="VAL_STATE_TRANSITION failed"):
-        pool._move(1, DeviceMode.ROLLOUT)  # LOST is final
+        pool._move(1, DeviceMode.ROLLOUT)  # LOST leads only to OFFLOADED (a replacement)
     pool.check()
 
 

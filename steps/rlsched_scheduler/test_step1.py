@@ -49,3 +49,28 @@ def test_lost_training_set_adopts_the_last_rollout_rank() -> None:
     pool.mark_lost(7)
     assert policy.alive_train_set(pool) == (4, 5)
     assert pool.mode(4) is DeviceMode.ROLLOUT
+
+
+def test_a_recovered_device_follows_its_side() -> None:
+    """Training set (4, 5, 6, 7) in ranks of two: a recovered rollout rank reloads; a recovered
+    training rank reloads while the rest of the set rolls out, and stays asleep while the rest
+    of the set is asleep (it trains with them)."""
+    policy = Policy(
+        RlschedConfig.model_validate(
+            {
+                "devices": {"count": 8, "train": 4, "gpus_per_rank": 2},
+                "scheduler": {"train_batch_size": 8, "group_size": 4},
+            }
+        )
+    )
+    pool = GpuPool(8, gpus_per_rank=2)
+    for gpu in (0, 1, 6, 7):
+        pool.mark_lost(gpu)
+        pool.mark_recovered(gpu)
+    assert policy.rejoin_targets(pool, (0, 1)) == (0, 1)
+    assert policy.rejoin_targets(pool, (6, 7)) == (6, 7)  # 4 and 5 roll out
+    pool.shrink_sampler([4, 5])
+    assert policy.rejoin_targets(pool, (6, 7)) == ()  # 4 and 5 are going to sleep
+    pool.mark_offloaded(4)
+    assert policy.rejoin_targets(pool, (6, 7)) == ()
+    assert policy.rejoin_targets(pool, (0, 1)) == (0, 1)

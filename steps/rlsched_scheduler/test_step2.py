@@ -47,3 +47,13 @@ def test_disaggregated_reclaims_a_training_gpu_when_rollout_is_gone() -> None:
     pool.mark_lost(1)
     assert policy.reclaim_targets(pool, 0) == (3,)
     assert policy.train_set == (2,)
+
+
+def test_disaggregated_keeps_a_recovered_training_gpu_asleep() -> None:
+    policy = DisaggregatedPolicy(_cfg("disaggregated", train=2))
+    pool = GpuPool(4, offloaded=(2, 3))
+    for gpu in (1, 3):
+        pool.mark_lost(gpu)
+        pool.mark_recovered(gpu)
+    assert policy.rejoin_targets(pool, (3,)) == ()  # a training device: the next step's
+    assert policy.rejoin_targets(pool, (1,)) == (1,)  # a rollout device reloads

@@ -32,7 +32,11 @@ def test_timeshare_shrinks_the_training_set_when_the_next_batch_reaches_the_trig
     assert whole.shrink_targets(pool, ready_groups=3) == ()
     assert whole.shrink_targets(pool, ready_groups=9) == (2, 3)
     pool.shrink_sampler([3])
-    assert policy.shrink_targets(pool, ready_groups=2) == ()  # not all in rollout
+    assert policy.shrink_targets(pool, ready_groups=2) == ()  # a shrink of the set under way
+    pool.mark_offloaded(3)  # the rest of the set asleep: its part in rollout is shrunk
+    assert policy.shrink_targets(pool, ready_groups=2) == (2,)
+    pool.expand_sampler([3])
+    assert policy.shrink_targets(pool, ready_groups=2) == ()  # part of the set expanding
 
 
 def test_timeshare_never_strands_the_tail() -> None:

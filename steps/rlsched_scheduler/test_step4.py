@@ -6,6 +6,8 @@ from rlsched.config import RlschedConfig
 from rlsched.core.buffer import TrajState
 from rlsched.core.commands import Dispatch, InitialLayout, Reload, StartEnvStep, SyncWeights
 from rlsched.core.events import (
+    EnvStepDone,
+    EnvStepFailed,
     EnvStepTimedOut,
     OffloadDone,
     PromptsLoaded,
@@ -14,6 +16,7 @@ from rlsched.core.events import (
     Started,
     TrainingDone,
     WorkerLost,
+    WorkerRecovered,
 )
 from rlsched.core.machine import Scheduler
 from rlsched.pool import DeviceMode
@@ -193,3 +196,52 @@ def test_a_whole_chunk_the_engine_stopped_closes_the_turn(stopped: bool) -> None
             10,
         )
         assert sched.ctx.stats.chunk_ends == 1
+
+
+def test_a_failed_environment_ends_its_trajectory_counted_apart_from_timeouts() -> None:
+    sched = _sched()
+    sched._on_request_finished(RequestFinished(1.0, 0, 7))
+    sched._on_request_finished(RequestFinished(1.0, 1, 7))
+    sched._on_env_step_failed(EnvStepFailed(2.0, 0, 0))
+    traj = sched.buffer.trajs[0]
+    assert traj.state is TrajState.DONE and traj.timed_out
+    assert (sched.ctx.stats.env_failures, sched.ctx.stats.env_timeouts) == (1, 0)
+    sched._on_env_step_failed(EnvStepFailed(2.0, 0, 0))  # again: not in ENV any more
+    sched._on_env_step_failed(EnvStepFailed(2.0, 1, 3))  # another turn
+    assert sched.ctx.stats.ignored_events == 2 and sched.ctx.stats.env_failures == 1
+    sched.turns.on_env_step_timed_out(EnvStepTimedOut(3.0, 1, 0))
+    assert (sched.ctx.stats.env_failures, sched.ctx.stats.env_timeouts) == (1, 1)
+
+
+def test_the_only_training_gpu_recovered_trains_the_ready_batch() -> None:
+    """Two GPUs, the training one lost mid-step: the batch is ready again, and the replacement
+    rejoins asleep so the pump can train on it (no reload, no shrink)."""
+    sched = _sched(max_turns=1)
+    for rid in (0, 1):
+        sched._on_request_finished(RequestFinished(1.0, rid, 7))
+    for tid in (0, 1):
+        sched.turns.on_env_step_done(EnvStepDone(2.0, tid, 0, 3, True))
+    sched.transitions.begin_shrink((1,))
+    sched.transitions.on_offload_done(OffloadDone(2.0, 1, sched.transitions.dev_op[1]))
+    sched.trainer.begin((1,))
+    sched._on_worker_lost(WorkerLost(3.0, 1))
+    assert sched.trainer.op is None and list(sched.buffer.ready) == [0]
+    sched.ctx.out.clear()
+    sched._on_worker_recovered(WorkerRecovered(4.0, 1))
+    assert sched.pool.mode(1) is DeviceMode.OFFLOADED and sched.ctx.out == []
+    assert sched.ctx.stats.devices_recovered == 1
+    sched._on_worker_recovered(WorkerRecovered(4.0, 1))  # not LOST any more: ignored
+    assert sched.ctx.stats.ignored_events == 1
+    with pytest.raises(ValueError, match="VAL_INT_RANGE failed"):
+        sched._on_worker_recovered(WorkerRecovered(4.0, 2))
+
+
+def test_a_recovered_rollout_gpu_reloads_and_is_synced() -> None:
+    sched = _trained_ready()
+    sched._on_training_done(TrainingDone(2.0, 1, 1))
+    sched._on_worker_lost(WorkerLost(3.0, 0))
+    sched.ctx.out.clear()
+    sched._on_worker_recovered(WorkerRecovered(4.0, 0))
+    op_id = sched.transitions.dev_op[0]
+    assert sched.ctx.out == [Reload(op_id, (0,)), SyncWeights(1, (0,))]
+    assert sched.pool.mode(0) is DeviceMode.EXPANDING
