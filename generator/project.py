@@ -242,6 +242,7 @@ class Project:
         cached = self.cache.get(f"patterns:{doc.path}", key)
         if cached is not None:
             return [Diagnostic.model_validate(d) for d in cached]
+        from generator.expand import expand_spec
         from generator.patterns import check_annotation
 
         diags: list[Diagnostic] = []
@@ -250,7 +251,8 @@ class Project:
             diags += found
             if spec.annotations and not _has_errors(found) and not self._code_errors(spec):
                 try:
-                    self._expand_spec(spec)
+                    _tree(spec.code)  # type: ignore[arg-type]  # DD031
+                    expand_spec(spec, self.library, build=False)
                 except DDError as exc:
                     diags += exc.diagnostics
         if doc.path in self._keys:
