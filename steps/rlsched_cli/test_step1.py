@@ -62,3 +62,23 @@ def test_h_is_help_everywhere() -> None:
     for args in (["-h"], ["check-config", "-h"], ["shrink-plan", "-h"], ["sim", "-h"]):
         out = CliRunner().invoke(cli, args)
         assert out.exit_code == 0 and "Usage:" in out.output, (args, out.output)
+
+
+def test_a_command_without_its_extra_is_refused_in_one_line_naming_it() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "sys.modules['ray'] = sys.modules['torch'] = None  # as if the extra were not installed\n"
+        "from rlsched.cli import main\n"
+        "sys.argv = ['rlsched', 'run', '--help']\n"
+        "main()\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert proc.returncode == 1 and proc.stdout == ""
+    (line,) = proc.stderr.splitlines()
+    assert line.startswith("Error: `rlsched run` needs the `runtime` extra (")
+    assert line.endswith(
+        "pip install 'rlsched[runtime]' (in a checkout: pip install -e '.[runtime]')"
+    )

@@ -88,3 +88,20 @@ def test_a_run_config_problem_names_its_line_and_the_key_meant(tmp_path: Path) -
     result = CliRunner().invoke(cli, ["check-config", str(bad)])
     assert result.exit_code == 1
     assert result.output == f"{bad}:3:3: run.step: unknown key 'step'; did you mean 'steps'?\n"
+
+
+def test_a_file_that_is_not_a_mapping_or_not_yaml_is_one_clear_line(tmp_path: Path) -> None:
+    listed = tmp_path / "list.yaml"
+    listed.write_text("- 1\n- 2\n")
+    result = CliRunner().invoke(cli, ["check-config", str(listed)])
+    assert (result.exit_code, result.output) == (
+        1,
+        f"{listed}:1:1: <root>: expected a mapping, got list\n",
+    )
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("devices:\n  count: [1\n")
+    result = CliRunner().invoke(cli, ["check-config", str(broken)])
+    assert result.exit_code == 1
+    assert result.output.startswith(f"{broken}:3:1: not valid YAML: ")
+    directory = CliRunner().invoke(cli, ["check-config", str(tmp_path)])
+    assert directory.exit_code == 2 and "is a directory" in directory.output
