@@ -96,7 +96,9 @@ def trial(restarts: int, at: str) -> dict[str, Any]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--trials", type=int, default=3)
-    parser.add_argument("--at", default="Train", choices=["Train", "Offload", "Reload", "SyncWeights"])
+    parser.add_argument(
+        "--at", default="Train", choices=["Train", "Offload", "Reload", "SyncWeights"]
+    )
     args = parser.parse_args()
     ray.init(
         num_cpus=2,
