@@ -168,6 +168,11 @@ class A:
             return y
         return 0
 
+    # dd-source: d.md:15 5.1 A.h
+    def h(self) -> None:
+        """A protocol method: `...` is no statement worth deleting."""
+        ...
+
     # dd-source: d.md:20 5.2 A.g
     def g(self) -> bool:
         """Not in the step."""
@@ -176,7 +181,7 @@ class A:
 
 
 def test_mutants_skip_checks_docstrings_and_other_specs() -> None:
-    mutants = mutate.file_mutants("m.py", GENERATED, {"A.f": _spec("A.f")})
+    mutants = mutate.file_mutants("m.py", GENERATED, {"A.f": _spec("A.f"), "A.h": _spec("A.h")})
     lines = GENERATED.splitlines()
     assert {m.spec for m in mutants} == {"A.f"}
     touched = {lines[m.line - 1].strip() for m in mutants}

@@ -13,7 +13,7 @@ from rlsched.engines.base import Sampling
 from rlsched.model import ModelSpec, build_model
 
 if importlib.util.find_spec("vllm") is None:
-    pytest.skip("vLLM is not installed (pip install -e '.[vllm]')", allow_module_level=True)
+    pytest.skip("vLLM is not installed (pip install -e '.[runtime,vllm]')", allow_module_level=True)
 if not torch.cuda.is_available():
     pytest.skip("vLLM needs a CUDA GPU and none is available here", allow_module_level=True)
 

@@ -9,50 +9,22 @@ vLLM's AsyncLLM that records what the engine asks of it.
 """
 
 import asyncio
-import queue
-import threading
 from collections.abc import Iterator
 from types import SimpleNamespace
 
 import pytest
 import torch
+from vllm_standin import engine_without_vllm
 
 from rlsched.engines.base import Engine, GenOutput, Sampling
 from rlsched.engines.hf import LiveRequest
 from rlsched.engines.vllm_engine import VllmEngine, load_into_worker
 
 
-class AsyncLLMStandIn:
-    """Records the AsyncLLM calls the engine makes (vLLM itself needs a GPU)."""
-
-    def __init__(self) -> None:
-        self.calls: list[tuple[str, object]] = []
-
-    async def abort(self, request_ids: list[str]) -> None:
-        self.calls.append(("abort", list(request_ids)))
-
-    async def sleep(self, level: int) -> None:
-        self.calls.append(("sleep", level))
-
-
 @pytest.fixture
 def engine() -> Iterator[VllmEngine]:
-    """An engine whose loop thread runs for real, with the AsyncLLM replaced (what `__init__`
-    sets up before it starts vLLM)."""
-    eng = object.__new__(VllmEngine)
-    eng.version = 3
-    eng.sleep_level = 2
-    eng._requests = {}
-    eng._finished = queue.Queue()
-    eng._pending_weights = None
-    eng._resident = True
-    eng._loop = asyncio.new_event_loop()
-    eng._thread = threading.Thread(target=eng._loop.run_forever, daemon=True)
-    eng._thread.start()
-    eng._llm = AsyncLLMStandIn()
-    yield eng
-    eng._loop.call_soon_threadsafe(eng._loop.stop)
-    eng._thread.join(timeout=10)
+    with engine_without_vllm() as eng:
+        yield eng
 
 
 def live(rid: int, new_ids: list[int], logprobs: list[float]) -> LiveRequest:
