@@ -65,5 +65,5 @@ def test_preflight_refuses_a_vllm_engine_without_a_gpu() -> None:
     if not torch.cuda.is_available():
         assert problems == [
             "rollout.engine: vllm needs a CUDA GPU and none is usable here "
-            "(use engine: transformers)"
+            "(use engine: kv)"
         ]

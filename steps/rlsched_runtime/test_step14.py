@@ -84,7 +84,7 @@ def test_a_vllm_engine_without_a_gpu_is_refused_in_one_line(tmp_path: Path) -> N
     out = CliRunner().invoke(run, [str(config)])
     assert out.exit_code == 2 and not ray.is_initialized()
     message = "rollout.engine: vllm needs a CUDA GPU and none is usable here"
-    assert out.output == f"{config}: {message} (use engine: transformers)\n"
+    assert out.output == f"{config}: {message} (use engine: kv)\n"
 
 
 def test_help_everywhere() -> None:
