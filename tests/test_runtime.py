@@ -327,7 +327,7 @@ def test_a_killed_training_device_leaves_no_ray_process(restarts: int) -> None:
     "path", sorted((REPO / "examples" / "run").glob("*.yaml")), ids=lambda p: p.stem
 )
 def test_shipped_run_configs_load(path: Path) -> None:
-    """`rlsched check-config` knows scheduler and simulator configs; run configs live in
-    examples/run/ and are checked here with the runtime's own loader."""
+    """Run configs live in examples/run/; the runtime's own loader takes each (`rlsched
+    check-config` does too: steps/rlsched_cli/test_step2.py)."""
     cfg = load_run_config(path)
     assert cfg.run.steps >= 1 and cfg.env.name

@@ -75,7 +75,7 @@ def test_a_kind_asked_for_is_checked_as_that_kind(tmp_path: Path) -> None:
     path.write_text("devices:\n  count: 4\n  train: 2\nscheduler:\n  max_tokens: 512\n")
     assert load_config_file(path)[0] == "scheduler"
     kind, config = load_config_file(path, "run")  # a scheduler config is a run config too
-    assert kind == "run" and config.rollout.engine == "transformers"
+    assert kind == "run" and config.rollout.engine == "kv"  # the defaults fill the rest
     with pytest.raises(ConfigError) as info:
         load_config_file(path, "sim")
     assert all(p.startswith(f"{path}:") for p in info.value.problems)
@@ -84,3 +84,21 @@ def test_a_kind_asked_for_is_checked_as_that_kind(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         load_config_file(empty)
     assert info.value.problems == [f"{empty}:1:1: <root>: expected a mapping, got NoneType"]
+
+
+def test_a_run_config_without_the_runtime_extra_is_one_line() -> None:
+    import subprocess
+    import sys
+
+    path = REPO / "examples" / "run" / "tools.yaml"
+    code = (
+        "import sys\n"
+        "sys.modules['torch'] = None  # as if the runtime extra were not installed\n"
+        "from rlsched.cli import main\n"
+        f"sys.argv = ['rlsched', 'check-config', {str(path)!r}]\n"
+        "main()\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode == 1 and proc.stdout == ""
+    (line,) = proc.stderr.splitlines()
+    assert line.startswith(f"{path}: checking a run config needs the `runtime` extra (torch")

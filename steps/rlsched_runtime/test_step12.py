@@ -90,3 +90,26 @@ def test_a_stall_is_named_at_once_when_the_lost_device_is_not_replaced() -> None
         driver.accounting()  # still consistent
     finally:
         ray.shutdown()
+
+
+def test_the_environment_pool_dying_ends_the_run_in_one_line() -> None:
+    from rlsched.core.commands import StartEnvStep
+    from rlsched.runtime.errors import RunError
+
+    start_ray()
+    try:
+        driver = make_driver(tiny(), spawn=True)
+        killed: list[object] = []
+
+        def on_command(command: object) -> None:
+            if not killed and isinstance(command, StartEnvStep):
+                ray.kill(driver.envpool, no_restart=True)
+                killed.append(command)
+
+        driver.on_command = on_command
+        with pytest.raises(RunError) as info:
+            driver.run(1)
+        assert killed and str(info.value).startswith("the environment pool died: ")
+        assert "\n" not in str(info.value) and not driver.lost  # no device blamed
+    finally:
+        ray.shutdown()
