@@ -12,6 +12,7 @@ from runtime_parts import TINY
 from rlsched.cli import cli
 from rlsched.runtime.bench import fit_line
 from rlsched.runtime.calibrate import decode_step_s, fit_decode, profile_costs
+from rlsched.runtime.config import load_run_config
 from rlsched.sim.params import load_sim_config
 
 FIGURES = ("prefill_s_per_token", "train_fixed_s", "train_s_per_token", "sync_s")
@@ -54,7 +55,8 @@ def test_calibrate_writes_a_profile_that_reproduces_its_samples(tmp_path: Path) 
     assert "decode step" in result.output and f"profile: {out}" in result.output
     profile = json.loads(out.read_text())
     stamp = f"measured by rlsched calibrate on {profile['host']} at {profile['created']}"
-    assert profile["engine"] == "transformers" and profile["prefix_cache"] is False
+    engine = load_run_config(TINY).rollout.engine
+    assert profile["engine"] == engine and profile["prefix_cache"] is (engine == "kv")
     assert len(profile["load_before"]) == 3 and len(profile["load_after"]) == 3
     for key in FIGURES:
         assert profile[key]["value"] >= 0 and profile[key]["source"].startswith(stamp), key
@@ -64,8 +66,13 @@ def test_calibrate_writes_a_profile_that_reproduces_its_samples(tmp_path: Path) 
         (b, c) for b in (1, 4, 16) for c in (16, 96)
     }
     assert all(s["step_s"] > 0 and s["first_step_s"] > 0 for s in samples["decode"])
-    # the recompute engine has no cache: prefill is counted in decode
-    assert profile["prefill_s_per_token"]["value"] == 0.0
+    # prefill: the first step's excess per context token fed (KV engine); the recompute engine
+    # has no cache and counts every context token in decode
+    prefill = statistics.median(
+        max(s["first_step_s"] - s["step_s"], 0.0) / (s["batch"] * s["context"])
+        for s in samples["decode"]
+    )
+    assert profile["prefill_s_per_token"]["value"] == (prefill if engine == "kv" else 0.0)
     # the decode fit is the least-squares fit of its own samples: no nearby model fits better
     d = profile["decode"]
     coef = (d["fixed_s"], d["per_request_s"], d["per_context_token_s"])
