@@ -7,6 +7,8 @@ for the other moments), on a local Ray cluster started once (loopback):
 
 * rejoin (`run.worker_restarts` 1): kill -> loss seen (WorkerLost) -> replacement up
   (WorkerRecovered: a new actor, its engine asleep) -> the next training step done on it;
+  beside it, a fresh worker actor started right after on the same cluster (to its engine
+  asleep): the part of the rejoin that is process start-up, not the scheduler;
 * stall (`run.worker_restarts` 0): kill -> `RunStalled` raised by the driver. Before issue 16
   the same run waited for `scheduler.env_timeout_s` (120 s in the bundled example) and ended
   in a traceback; that figure is the configured timeout, not re-measured here.
@@ -88,6 +90,12 @@ def trial(restarts: int, at: str) -> dict[str, Any]:
             after = [end for end in driver.step_ends if end > lost[0].end]
             out["trained_after_s"] = after[0] - killed[0] if after else None
         out["accounting"] = driver.accounting()
+        if restarts:  # the baseline: a fresh worker actor started now, to its engine asleep
+            start = time.monotonic()
+            spare = cluster.spawn(0)
+            driver.spawned.append(spare)
+            ray.get(spare.offload.remote(), timeout=600)
+            out["actor_start_s"] = time.monotonic() - start
     finally:
         stop_cluster(cluster, driver.spawned)
     return out
@@ -107,7 +115,7 @@ def main() -> None:
         logging_level="ERROR",
         _node_ip_address="127.0.0.1",
     )
-    rejoin, stall, trained, seen = [], [], [], []
+    rejoin, stall, trained, seen, fresh = [], [], [], [], []
     try:
         for i in range(args.trials):
             for restarts in (1, 0):  # alternate: rejoin trial, stall trial
@@ -119,6 +127,7 @@ def main() -> None:
                 if "rejoin_s" in r:
                     rejoin.append(r["rejoin_s"])
                     seen.append(r["loss_seen_s"])
+                    fresh.append(r["actor_start_s"])
                     if r.get("trained_after_s") is not None:
                         trained.append(r["trained_after_s"])
                 if "stall_detect_s" in r:
@@ -133,6 +142,7 @@ def main() -> None:
 
     print(
         f"fault_bench: at={args.at} loss_seen_s {summary(seen)}; rejoin_s {summary(rejoin)}; "
+        f"fresh actor_start_s {summary(fresh)}; "
         f"kill_to_trained_s {summary(trained)}; stall_detect_s {summary(stall)} "
         f"(before: {EXAMPLE['scheduler']['env_timeout_s']:.0f} s env_timeout_s, then a traceback)"
     )
