@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from generator import checkmodule, markers
-from generator.patterns import Site
+from generator.checkmodule import Site
 
 
 @dataclass

@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from generator import annotations as grammar
+from generator.checkmodule import Site
 from generator.models import Annotation, DDError, Diagnostic, Loc, Spec
-from generator.patterns import PatternLibrary, Site, render
+from generator.patterns import PatternLibrary, render
 
 _INDENT_UNIT = 4  # rendered pattern code is indented with 4 spaces
 _PLACEHOLDER = cst.SimpleStatementLine(body=[cst.Pass()])  # a check not built (`build=False`)
