@@ -18,6 +18,7 @@ import click
 from generator import steps as st
 from generator.docedit import set_plan_block
 from generator.gitutil import GitError
+from generator.init import init_project
 from generator.models import DDError, Diagnostic, Document, StepStatus
 from generator.plan import render_dot, render_mermaid
 from generator.project import Project
@@ -363,7 +364,7 @@ def _prompt_document(project: Project, doc_arg: str | None) -> Document:
 def init() -> None:
     """Scaffold a dd project in the current directory (never overwrites a file)."""
     with _refusals():
-        created = st.init_project(Path.cwd())
+        created = init_project(Path.cwd())
     for path in created:
         click.echo(path)
     click.echo("next: `dd new NAME` (or edit design/), `dd check`, `dd plan`", err=True)
