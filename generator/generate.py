@@ -100,10 +100,10 @@ def generate(
     """Every generated file of `documents` (output-relative path -> formatted, hashed text).
 
     `documents` are as `Project` loaded them (a package module's path resolved to its
-    `__init__.py`). `only` (document paths) restricts the modules generated to those documents' (markers and
-    check modules are always there). Raises DDError for an annotation that cannot be expanded
-    (DD031, DD055, DD091) or a module that does not format or parse (DD095); the documents are
-    expected to have passed `dd check`.
+    `__init__.py`). `only` (document paths) restricts the modules generated to those
+    documents' (markers and check modules are always there). Raises DDError for an annotation
+    that cannot be expanded (DD031, DD055, DD091) or a module that does not format or parse
+    (DD095); the documents are expected to have passed `dd check`.
     """
     from generator.formatting import format_sources
 
