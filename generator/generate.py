@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 
 from generator import checkmodule, markers
 from generator.models import (
+    CodeBlock,
     DDError,
     Diagnostic,
     Document,
@@ -30,6 +31,8 @@ from generator.models import (
 )
 
 if TYPE_CHECKING:
+    import libcst as cst
+
     from generator.patterns import PatternLibrary
 
 _EMITTING = {StepStatus.in_progress, StepStatus.done}
@@ -164,15 +167,14 @@ def assemble(doc: Document, module: ModuleSpec, library: PatternLibrary, width: 
     return assemble_module(doc.path, title, prelude, definitions, imports, width, checks)
 
 
-def tree(block: object) -> object:
+def tree(block: CodeBlock) -> cst.Module:
     """The block's libcst tree; DD031 where libcst cannot read what Python's parser accepted."""
     import libcst
 
     try:
-        return block.tree()  # type: ignore[attr-defined]
+        return block.tree()
     except libcst.ParserSyntaxError as exc:
-        loc = block.loc  # type: ignore[attr-defined]
-        loc = loc.model_copy(update={"line": loc.line + exc.raw_line - 1})
+        loc = block.loc.model_copy(update={"line": block.loc.line + exc.raw_line - 1})
         message = f"syntax error (libcst): {exc.message}"
         raise DDError([Diagnostic(loc=loc, code="DD031", message=message)]) from None
 
