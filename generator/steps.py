@@ -14,13 +14,17 @@ import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
-from generator import gitutil, mutate
+from generator import gitutil
 from generator.docedit import insert_plan, set_step_fields
 from generator.models import DDError, Diagnostic, Document, Step, StepStatus
 from generator.plan import derive_plan, render_plan, validate_plan
 from generator.project import Project
 from generator.writer import atomic_write
+
+if TYPE_CHECKING:
+    from generator import mutate  # imported where used: it brings libcst
 
 PLAN_CODES = {f"DD07{i}" for i in range(10)}
 
@@ -278,6 +282,8 @@ def _mutation_gate(
 ) -> mutate.Report:
     """Run the step's mutants; StepError (listing the survivors) below `mutation-floor` (0 turns
     the run off)."""
+    from generator import mutate
+
     floor = project.config.mutation_floor
     try:
         report = mutate.run_mutants(
@@ -354,6 +360,8 @@ def done_step(
     has errors, the work tree has changes outside the step's files, expansion fails or a check
     fails. On any failure the document and generated files are restored byte for byte.
     """
+    from generator import mutate
+
     step = get_step(doc, number)
     git_root = _preflight(project, doc, step, commit)
     root = project.config.root
@@ -419,29 +427,3 @@ def done_step(
 
 
 # --------------------------------------------------------------------------- status
-
-
-def status_data(project: Project) -> dict[str, object]:
-    """`dd status --json`: every document with its steps and each step's commit (by trailer)."""
-    git_root = gitutil.repo_root(project.config.root)
-    commits = gitutil.step_commits(git_root) if git_root else {}
-    docs = []
-    for doc in project.documents:
-        steps = [
-            {
-                "id": s.number,
-                "title": s.title,
-                "status": s.status.value,
-                "depends_on": list(s.depends_on),
-                "methods": list(s.methods),
-                "verify": list(s.verify),
-                "mutation": mutate.score_of(s.verified),
-                # a step reset after a redesign keeps its old commits: show DONE ones only
-                "commit": commits.get(gitutil.step_key(doc.path, s.number))
-                if s.status is StepStatus.done
-                else None,
-            }
-            for s in doc.steps
-        ]
-        docs.append({"path": doc.path, "version": doc.front.version, "steps": steps})
-    return {"docs": docs}
