@@ -32,12 +32,29 @@ def print_diagnostics(diags: list[Diagnostic], fmt: str = "text") -> None:
             json.dumps({"diagnostics": [d.model_dump(mode="json") for d in diags]}, indent=2)
         )
         return
+    if fmt == "github":
+        for diag in diags:
+            click.echo(github_annotation(diag))
+        return
     for diag in diags:
         click.echo(diag.render())
     errors = sum(d.severity == "error" for d in diags)
     warnings = len(diags) - errors
     if diags:
         note(f"{errors} error(s), {warnings} warning(s)")
+
+
+def _escape(text: str, prop: bool = False) -> str:
+    """GitHub workflow-command escaping (properties also escape `:` and `,`)."""
+    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    return text.replace(":", "%3A").replace(",", "%2C") if prop else text
+
+
+def github_annotation(diag: Diagnostic) -> str:
+    """`::error file=...,line=...,col=...,title=DDnnn::message`, a GitHub Actions annotation."""
+    where = f"file={_escape(diag.loc.path, True)},line={diag.loc.line},col={diag.loc.col}"
+    title = _escape(f"dd {diag.code}", True)
+    return f"::{diag.severity} {where},title={title}::{_escape(diag.message)}"
 
 
 def load_project(docs: tuple[str, ...] = ()) -> Project:
@@ -62,7 +79,12 @@ def cli() -> None:
 @cli.command()
 @click.argument("docs", nargs=-1, type=click.Path(dir_okay=False))
 @click.option(
-    "--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True
+    "--format",
+    "fmt",
+    type=click.Choice(["text", "json", "github"]),
+    default="text",
+    show_default=True,
+    help="github: workflow-command annotations (`::error file=...`) for GitHub Actions.",
 )
 def check(docs: tuple[str, ...], fmt: str) -> None:
     """Check design documents (all configured ones, or DOCS); exit 1 on any error."""
@@ -249,9 +271,10 @@ def patterns(pattern_id: str | None) -> None:
 
 
 def _register_extensions() -> None:
-    from generator.cli_steps import register
+    from generator import cli_adopt, cli_steps
 
-    register(cli)
+    cli_steps.register(cli)
+    cli_adopt.register(cli)
 
 
 _register_extensions()

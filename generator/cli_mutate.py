@@ -35,7 +35,7 @@ def verify_mutants(
 
     def progress(outcome: mutate.Outcome) -> None:
         state = "KILLED  " if outcome.killed else "SURVIVED"
-        if not outcome.killed and outcome.mutant.key in mutate.accepted_of(step):
+        if not outcome.killed and mutate.is_accepted(outcome.mutant, mutate.accepted_of(step)):
             state = "ACCEPTED"
         click.echo(f"{state}  {outcome.mutant.describe(doc.path)}")
 

@@ -326,8 +326,12 @@ class _Sites(cst.CSTVisitor):
                 locate = "return " + self.module.code_for_node(node.value)
                 self._add(node.value, owner, "return-default", new, locate)
         elif isinstance(node, cst.SimpleStatementLine) and owner.func is not None:
-            if len(node.body) == 1 and isinstance(node.body[0], _DELETABLE):
-                self._add(node.body[0], owner, "delete", cst.Pass())
+            small = node.body[0] if len(node.body) == 1 else None
+            inert = isinstance(small, cst.Expr) and isinstance(
+                small.value, (cst.Ellipsis, cst.SimpleString, cst.ConcatenatedString)
+            )  # `...` or a string: deleting it changes nothing
+            if isinstance(small, _DELETABLE) and not inert:
+                self._add(small, owner, "delete", cst.Pass())
 
 
 def _line_offsets(text: str) -> list[int]:
@@ -337,15 +341,18 @@ def _line_offsets(text: str) -> list[int]:
     return offsets
 
 
-def _doc_line(spec: Spec, changed: str) -> int:
-    """The document line of the spec's code that holds `changed` (the first line of the changed
-    code, stripped), else the first code line (or the heading)."""
+def _doc_line(spec: Spec, *needles: str) -> int:
+    """The document line of the spec's code that holds the first of `needles` found (the
+    generated line of the change, else the changed code's first line), else the first code
+    line (or the heading)."""
     if spec.code is None:
         return spec.loc.line
-    needle = changed.strip().splitlines()[0].strip() if changed.strip() else ""
-    for i, line in enumerate(spec.code.code.splitlines()):
-        if needle and needle in line:
-            return spec.code.loc.line + i
+    code = spec.code.code.splitlines()
+    for changed in needles:
+        needle = changed.strip().splitlines()[0].strip() if changed.strip() else ""
+        for i, line in enumerate(code):
+            if needle and needle in line:
+                return spec.code.loc.line + i
     return spec.code.loc.line
 
 
@@ -365,6 +372,7 @@ def file_mutants(
     wrapper.visit(sites)
     positions = wrapper.resolve(PositionProvider)
     offsets = _line_offsets(text)
+    lines = text.splitlines()
     original = ast.dump(ast.parse(text))
     mutants: list[Mutant] = []
     seen: set[tuple[int, int, str]] = set()
@@ -380,7 +388,7 @@ def file_mutants(
             path=path,
             line=pos.start.line,
             spec=spec.name,
-            doc_line=_doc_line(spec, locate),
+            doc_line=_doc_line(spec, lines[pos.start.line - 1].strip(), locate),
             operator=operator,
             before=_one_line(before),
             after=_one_line(after),
@@ -463,6 +471,12 @@ def parse_accepted(value: str) -> tuple[dict[str, str], str | None]:
     return found, None
 
 
+def is_accepted(mutant: Mutant, accepted: dict[str, str]) -> bool:
+    """Listed by its key, or its spec listed whole (`Spec: *`, for code no check here can run,
+    such as a GPU-only path: the reason says where it is tested)."""
+    return mutant.key in accepted or f"{mutant.spec}: *" in accepted
+
+
 def accepted_of(step: Step) -> dict[str, str]:
     f = step.field("accepted mutants")
     return parse_accepted(f.value)[0] if f is not None else {}
@@ -502,7 +516,7 @@ class Report:
 
     @property
     def unaccepted(self) -> list[Outcome]:
-        return [o for o in self.survivors if o.mutant.key not in self.accepted]
+        return [o for o in self.survivors if not is_accepted(o.mutant, self.accepted)]
 
     @property
     def score(self) -> float | None:
@@ -655,10 +669,13 @@ def run_mutants(
     seed: int = 0,
     jobs: int | None = None,
     progress: Callable[[Outcome], None] | None = None,
+    fit_seconds: float | None = None,
 ) -> Report:
     """Run `step`'s checks against (a seeded sample of `budget`) mutants of its code, `jobs` at
-    a time (default: the machine's cores). Raises MutationError when the checks do not pass on
-    the unmutated code in an isolated copy."""
+    a time (default: the machine's cores). With `fit_seconds`, the sample is cut (re-drawn with
+    the same seed, at least 3) to what fits in about that time at the speed of the clean run.
+    Raises MutationError when the checks do not pass on the unmutated code in an isolated
+    copy."""
     started = time.monotonic()
     mutants = step_mutants(project, doc, step)
     chosen = sample(mutants, budget, seed)
@@ -680,6 +697,9 @@ def run_mutants(
                 f"copy ({failed}); mutants cannot be scored"
             )
         timeout = 3 * report.baseline_seconds + 10
+        if fit_seconds is not None:
+            fit = max(3, int(fit_seconds * jobs / max(report.baseline_seconds, 0.1)))
+            chosen = sample(chosen, fit, seed)
         texts = {m.path: (workers.root / m.path).read_text("utf-8") for m in chosen}
 
         def one(mutant: Mutant) -> Outcome:

@@ -168,6 +168,11 @@ class A:
             return y
         return 0
 
+    # dd-source: d.md:15 5.1 A.h
+    def h(self) -> None:
+        """A protocol method: `...` is no statement worth deleting."""
+        ...
+
     # dd-source: d.md:20 5.2 A.g
     def g(self) -> bool:
         """Not in the step."""
@@ -176,7 +181,7 @@ class A:
 
 
 def test_mutants_skip_checks_docstrings_and_other_specs() -> None:
-    mutants = mutate.file_mutants("m.py", GENERATED, {"A.f": _spec("A.f")})
+    mutants = mutate.file_mutants("m.py", GENERATED, {"A.f": _spec("A.f"), "A.h": _spec("A.h")})
     lines = GENERATED.splitlines()
     assert {m.spec for m in mutants} == {"A.f"}
     touched = {lines[m.line - 1].strip() for m in mutants}
@@ -228,3 +233,42 @@ def test_project_mutants_follow_the_step(project: Path, dd: Callable[..., Result
     assert all(not (check <= m.start < check_end) for m in two)
     assert mutate.sample(two, 2, seed=1) == mutate.sample(two, 2, seed=1)
     assert len(mutate.sample(two, 2, seed=1)) == 2
+
+
+# --------------------------------------------------------------------------- ecosystem habits
+
+
+def test_check_format_github_writes_workflow_annotations(
+    tmp_path: Path, dd: Callable[..., Result]
+) -> None:
+    assert dd(tmp_path, "init").exit_code == 0
+    (tmp_path / "design" / "bad.md").write_text("---\ntitle: x, y\nversion: 1\n---\n")
+    result = dd(tmp_path, "check", "--format", "github")
+    assert result.exit_code == 1
+    lines = result.output.splitlines()
+    assert lines and all(line.startswith("::error file=design/bad.md,line=") for line in lines)
+    assert any(",title=dd DD002::" in line for line in lines)
+    assert any(",title=dd DD010::section 1 missing" in line for line in lines)
+    assert dd(tmp_path, "check", "--format", "text").output.count("error[") == len(lines)
+
+
+def test_pre_commit_hooks_run_dd_commands() -> None:
+    import shlex
+
+    import yaml
+
+    from generator.cli import cli
+
+    repo = Path(__file__).resolve().parent.parent
+    hooks = yaml.safe_load((repo / ".pre-commit-hooks.yaml").read_text())
+    assert {h["id"]: h["entry"] for h in hooks} == {
+        "dd-check": "dd check",
+        "dd-expand-check": "dd expand --check",
+    }
+    for hook in hooks:
+        program, *words = shlex.split(hook["entry"])
+        assert program == "dd" and hook["pass_filenames"] is False and hook["always_run"]
+        command = cli.get_command(None, words[0])  # type: ignore[arg-type]
+        assert command is not None
+        options = {o for p in command.params for o in getattr(p, "opts", [])}
+        assert set(words[1:]) <= options

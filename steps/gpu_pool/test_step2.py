@@ -24,8 +24,14 @@ def test_bad_targets(targets, error: type[Exception], message: str) -> None:
     assert pool.gpus_in(DeviceMode.ROLLOUT) == tuple(range(8))
 
 
-def test_good_targets_pass() -> None:
-    GpuPool(4, gpus_per_rank=2)._validate_gpu_allocation([0, 3], {0, 1, 2, 3})
+def test_good_targets_pass_and_change_nothing() -> None:
+    pool = GpuPool(4, gpus_per_rank=2)
+    # the edges of the range, as a list and as a tuple, against the GPUs of the source mode
+    assert pool._validate_gpu_allocation([0, 3], {0, 1, 2, 3}) is None
+    assert pool._validate_gpu_allocation((3,), {3}) is None
+    assert pool.gpus_in(DeviceMode.ROLLOUT) == (0, 1, 2, 3)
+    with pytest.raises(ValueError, match=r"VAL_INT_RANGE failed .*item=4"):
+        pool._validate_gpu_allocation([4], {0, 1, 2, 3, 4})  # in the set, not in the pool
 
 
 def test_move_follows_the_transition_table() -> None:
