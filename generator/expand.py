@@ -74,6 +74,9 @@ _LEAVES = (
 )
 
 
+_LEAF_TYPES: dict[type, bool] = {}
+
+
 class _Expander(cst.CSTTransformer):
     """Inserts rendered statements after annotation comments in function bodies.
 
@@ -98,7 +101,10 @@ class _Expander(cst.CSTTransformer):
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         """Statements hold no block to expand below their own line: their parts are skipped."""
-        if isinstance(node, _LEAVES):
+        leaf = _LEAF_TYPES.get(type(node))
+        if leaf is None:  # an isinstance over ABCs is slow: decided once per node type
+            leaf = _LEAF_TYPES[type(node)] = isinstance(node, _LEAVES)
+        if leaf:
             return False
         return super().on_visit(node)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 import builtins
 import difflib
+import functools
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -36,6 +37,7 @@ class _ArgsError(Exception):
         self.code, self.message = code, message
 
 
+@functools.lru_cache(maxsize=4096)
 def parse_call_args(args: str) -> tuple[str, ast.Call]:
     """Parse `args` as the inside of a call; returns the parsed text `f(<args>)` and the call.
 

@@ -232,7 +232,9 @@ def render(ann: Annotation, lib: PatternLibrary, symbol: str) -> tuple[str, Site
             given = compiled.args.render(context).strip() if pattern.check.args else ann.args
             at = f"at={SITES_NAME}[{ann.loc.line}]"
             given = given.strip()
-            if given and _is_bare_generator(given):  # `f(x for x in xs)`: one argument only
+            if " for " in given and _is_bare_generator(
+                given
+            ):  # `f(x for x in xs)`: one argument only
                 given = f"({given})"
             call_args = f"{given}, {at}" if given else at
             body = f"{CHECK_ALIAS}.{pattern.check.function}({call_args})\n"
