@@ -49,8 +49,11 @@ def scan(code: str) -> tuple[list[Comment], int | None]:
     """Every comment of `code` in order, and the line of the `:` that ends the first `def`'s
     signature (None when `code` defines no function at its top level).
 
-    `code` must be valid Python (the caller parsed it). One pass of the tokenizer.
+    `code` must be valid Python (the caller parsed it). One pass of the tokenizer, skipped when
+    no text of `code` starts like an annotation (the comments are then of no interest: []).
     """
+    if _START.search(code) is None:
+        return [], None
     comments: list[Comment] = []
     header_end: int | None = None
     depth = 0
@@ -99,10 +102,17 @@ def comment_nodes(module: cst.Module, lines: list[int]) -> dict[int, int]:
     import libcst as cst
     from libcst.metadata import MetadataWrapper, PositionProvider
 
+    _leaves = (cst.BaseExpression, cst.Parameters, cst.Decorator, cst.Annotation, cst.Arg)
+
     class Collect(cst.CSTVisitor):
         def __init__(self) -> None:
             super().__init__()
             self.found: list[cst.EmptyLine] = []
+
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            if isinstance(node, _leaves):  # (a comment inside them is not placeable anyway)
+                return False
+            return super().on_visit(node)
 
         def visit_EmptyLine(self, node: cst.EmptyLine) -> None:
             if node.comment is not None and starts_like_annotation(node.comment.value):

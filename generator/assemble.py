@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
-from generator import markers
+from generator import checkmodule, markers
+from generator.patterns import Site
 
 
 @dataclass
@@ -40,22 +41,31 @@ def assemble_module(
     definitions: Sequence[Definition],
     imports: Sequence[str] = (),
     width: int = 100,
+    checks: tuple[str, Sequence[Site]] | None = None,
 ) -> str:
     """The module's source: the header naming `document` and `title` (wrapped to `width`), the
     prelude blocks in order, then `definitions`.
 
     `imports` are modules the generated checks need (`reprlib`); each is imported in the
-    prelude unless it already is (the import block is sorted by the formatter).
+    prelude unless it already is (the import block is sorted by the formatter). `checks` is
+    the package whose check module the check calls use and their sites: the module imports
+    the check module and ends with the sites' `_AT` table.
     """
     blocks = list(prelude)
-    missing = [name for name in imports if not any(_imports(b, name) for b in blocks)]
-    if missing:
+    statements = [
+        f"import {name}\n" for name in imports if not any(_imports(b, name) for b in blocks)
+    ]
+    if checks is not None and checks[1]:
+        statements.append(checkmodule.import_line(checks[0]))
+    if statements:
         first = blocks[0] if blocks else cst.Module(body=[])
-        blocks[:1] = [_with_imports(first, missing)]
+        blocks[:1] = [_with_imports(first, statements)]
     parts = [code for code in (b.code.strip("\n") for b in blocks) if code]
     for definition in definitions:
         node = _node(definition, blank_lines=0)
         parts.append(cst.Module(body=[node]).code.strip("\n"))
+    if checks is not None and checks[1]:
+        parts.append(checkmodule.sites_table(document, checks[1]).strip("\n"))
     header = markers.header(document, title, width)
     return header + "\n\n\n".join(parts).strip("\n") + "\n"
 
@@ -112,8 +122,8 @@ def _imports(block: cst.Module, name: str) -> bool:
     return False
 
 
-def _with_imports(block: cst.Module, names: list[str]) -> cst.Module:
-    """`block` with `import <name>` statements after its docstring and `from __future__`
+def _with_imports(block: cst.Module, statements: list[str]) -> cst.Module:
+    """`block` with the import `statements` after its docstring and `from __future__`
     imports, before anything else."""
     keep = 0
     for index, stmt in enumerate(block.body):
@@ -123,7 +133,7 @@ def _with_imports(block: cst.Module, names: list[str]) -> cst.Module:
         if not (docstring or future):
             break
         keep = index + 1
-    added = [cst.parse_statement(f"import {name}\n") for name in names]
+    added = [cst.parse_statement(statement) for statement in statements]
     return block.with_changes(body=[*block.body[:keep], *added, *block.body[keep:]])
 
 

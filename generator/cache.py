@@ -92,7 +92,7 @@ class Cache:
             path.parent.mkdir(parents=True, exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=".entry.", dir=path.parent)
             with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                json.dump({"key": key, "value": value}, fh)
+                fh.write(json.dumps({"key": key, "value": value}))  # one shot: the C encoder
             os.replace(tmp, path)
         except OSError:
             return

@@ -264,6 +264,9 @@ def patterns(pattern_id: str | None) -> None:
         except DDError as exc:
             rendered = "\n".join(d.render() for d in exc.diagnostics) + "\n"
         click.echo(textwrap.indent(rendered, "    "), nl=False)
+    if pat.check is not None:
+        click.echo("\nthe check (in the package's generated check module, `_checks.py`):")
+        click.echo(textwrap.indent(pat.check.code.rstrip("\n") + "\n", "    "), nl=False)
 
 
 def _register_extensions() -> None:

@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import click
 
@@ -98,7 +98,10 @@ def plan(doc: str | None) -> None:
 
 @click.command()
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
-def status(as_json: bool) -> None:
+@click.option(
+    "--short", is_flag=True, help="A summary: the totals, then one line per unfinished document."
+)
+def status(as_json: bool, short: bool) -> None:
     """Every document's steps with status, dependencies and commit; exit 1 when a file under
     `docs` is not a document dd can read, or a generated file has lost its source (both are
     listed, never dropped silently)."""
@@ -110,6 +113,12 @@ def status(as_json: bool) -> None:
         data["unread"] = [d.model_dump(mode="json") for d in unread]
         click.echo(json.dumps(data, indent=2))
         sys.exit(1 if unread else 0)
+    if short:
+        for line in _short_status(data["docs"]):  # type: ignore[arg-type]
+            click.echo(line)
+        if unread:
+            _fail("files that dd cannot account for (see `dd check`)", unread)
+        return
     from rich.console import Console
     from rich.table import Table
 
@@ -129,6 +138,28 @@ def status(as_json: bool) -> None:
         console.print(table)
     if unread:
         _fail("files that dd cannot account for (see `dd check`)", unread)
+
+
+def _short_status(docs: list[dict[str, Any]]) -> list[str]:
+    """The totals over every document's steps, then a line for each document with a step that
+    is not DONE (or no plan), naming those steps."""
+    counts: dict[str, int] = {}
+    for d in docs:
+        for s in d["steps"]:
+            counts[s["status"]] = counts.get(s["status"], 0) + 1
+    total = sum(counts.values())
+    parts = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
+    lines = [
+        f"{len(docs)} document(s), {total} step(s): {parts or 'none planned'} (`dd status`: all)"
+    ]
+    for d in docs:
+        open_steps = [s for s in d["steps"] if s["status"] != "DONE"]
+        if not d["steps"]:
+            lines.append(f"  {d['path']} ({d['version']}): no plan (run `dd plan`)")
+        elif open_steps:
+            named = ", ".join(f"Step {s['id']} {s['status']}" for s in open_steps)
+            lines.append(f"  {d['path']} ({d['version']}): {named}")
+    return lines
 
 
 @click.command("next")

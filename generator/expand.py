@@ -10,14 +10,29 @@ inserted.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 
 import libcst as cst
 
 from generator import annotations as grammar
 from generator.models import Annotation, DDError, Diagnostic, Loc, Spec
-from generator.patterns import PatternLibrary, render_annotation
+from generator.patterns import PatternLibrary, Site, render
 
 _INDENT_UNIT = 4  # rendered pattern code is indented with 4 spaces
+_PLACEHOLDER = cst.SimpleStatementLine(body=[cst.Pass()])  # a check not built (`build=False`)
+
+
+@dataclass
+class Needs:
+    """What a spec's expanded checks need from their module: `reprlib` (inline template
+    checks), the check module and a site in the `_AT` table per check call."""
+
+    reprlib: bool = False
+    sites: list[Site] = field(default_factory=list)
+
+    def add(self, other: Needs) -> None:
+        self.reprlib = self.reprlib or other.reprlib
+        self.sites += other.sites
 
 
 def _reindent(source: str, indent: str, newline: str) -> str:
@@ -46,6 +61,18 @@ def _is_docstring(stmt: cst.BaseStatement) -> bool:
     )
 
 
+# Nodes below which no annotation can be expanded (a simple statement line, an expression, the
+# parts of a definition's header): the expander does not walk into them.
+_LEAVES = (
+    cst.SimpleStatementLine,
+    cst.BaseExpression,
+    cst.Parameters,
+    cst.Decorator,
+    cst.Annotation,
+    cst.Arg,
+)
+
+
 class _Expander(cst.CSTTransformer):
     """Inserts rendered statements after annotation comments in function bodies.
 
@@ -67,6 +94,12 @@ class _Expander(cst.CSTTransformer):
         self.placed: set[int] = set()
         self.before_docstring: set[int] = set()
         self._scopes: list[cst.CSTNode] = []  # enclosing FunctionDef / ClassDef nodes
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        """Statements hold no block to expand below their own line: their parts are skipped."""
+        if isinstance(node, _LEAVES):
+            return False
+        return super().on_visit(node)
 
     # scope tracking: only blocks whose innermost enclosing definition is a def are expanded
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -188,31 +221,36 @@ def expand_tree(
     annotations: list[Annotation],
     lib: PatternLibrary,
     symbol: str,
-) -> tuple[cst.Module, bool]:
+    build: bool = True,
+) -> tuple[cst.Module, Needs]:
     """`module` (parsed from `code`) with every annotation's statements inserted after its
-    comment, and whether the inserted checks use `reprlib` (the module must then import it).
+    comment, and what the inserted checks need from the module (`Needs`).
 
     `first_line` is the document line of the code's first line. The annotations (as parsed from
     the document) are matched to the code's annotation comments in order, so expanding
     already-expanded code changes nothing. Raises DDError: the annotations' own diagnostics
     (DD050-DD053, DD091), or DD055 for an annotation whose comment is not an own-line comment
     inside a function body, after the docstring, where statements can follow. Everything else
-    keeps its exact bytes.
+    keeps its exact bytes. Without `build` only the checks are made (what `dd check` needs):
+    the rendered statements are not parsed, and the tree returned holds placeholders.
     """
+    needs = Needs()
     if not annotations:
-        return module, False
+        return module, needs
     by_line = _match_comments(code, first_line, annotations)
     rendered: dict[int, list[cst.BaseStatement]] = {}
     errors: list[Diagnostic] = []
-    uses_reprlib = False
     for number, ann in by_line.items():
         try:
-            source = render_annotation(ann, lib, symbol)
+            source, site = render(ann, lib, symbol)
         except DDError as exc:
             errors += exc.diagnostics
             continue
-        uses_reprlib = uses_reprlib or "reprlib." in source
-        rendered[number] = _statements(source, module)
+        if site is None:
+            needs.reprlib = needs.reprlib or "reprlib." in source
+        else:
+            needs.sites.append(site)
+        rendered[number] = _statements(source, module) if build else [_PLACEHOLDER]
     if errors:
         raise DDError(errors)
     expander = _Expander(module, grammar.comment_nodes(module, list(by_line)), rendered)
@@ -231,15 +269,16 @@ def expand_tree(
             )
     if errors:
         raise DDError(errors)
-    return expanded, uses_reprlib
+    return expanded, needs
 
 
 def _dd055(ann: Annotation, message: str) -> Diagnostic:
     return Diagnostic(loc=ann.loc, code="DD055", message=f"{ann.pattern}: {message}")
 
 
-def expand_spec(spec: Spec, lib: PatternLibrary) -> tuple[cst.Module, bool]:
+def expand_spec(spec: Spec, lib: PatternLibrary, build: bool = True) -> tuple[cst.Module, Needs]:
     """The spec's parsed code block with its annotations expanded (`expand_tree`)."""
     assert spec.code is not None, "only specs with code are expanded"
     code = spec.code
-    return expand_tree(code.tree(), code.code, code.loc.line, spec.annotations, lib, spec.name)
+    tree = code.tree()
+    return expand_tree(tree, code.code, code.loc.line, spec.annotations, lib, spec.name, build)

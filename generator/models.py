@@ -239,6 +239,21 @@ class PatternParam(Model):
     doc: str = ""
 
 
+class PatternCheck(Model):
+    """How an annotation becomes one call of a function in the generated check module.
+
+    `code` defines `function` (and any helpers it needs) for the check module; the call passes
+    the annotation's own arguments (or `args`, a Jinja2 template) and `at=` the site. When the
+    check fails the function calls `at.fail(ID, exception, *values)`; `shows` (a Jinja2
+    expression over the arguments) gives the label of each value, in that order (None, or a
+    literal argument: not shown)."""
+
+    function: str
+    shows: str = "[]"
+    args: str = ""
+    code: str
+
+
 class Pattern(Model):
     """One entry of the pattern library (`patterns/*.yaml`)."""
 
@@ -248,6 +263,7 @@ class Pattern(Model):
     params: list[PatternParam]
     exception: str = "ValueError"  # default exception for VAL; AST always raises AssertionError
     message: str  # Jinja2 text: what was expected, in words
-    template: str  # Jinja2 text producing Python statements
+    template: str = ""  # Jinja2 text producing Python statements (a pattern without `check`)
+    check: PatternCheck | None = None  # the pattern as a call into the check module
     example: str = ""  # an example annotation, used by docs and golden tests
     loc: Loc  # where the pattern was defined

@@ -23,6 +23,7 @@ import libcst as cst
 import yaml
 from pydantic import ValidationError
 
+from generator.checkmodule import CHECK_ALIAS, SITES_NAME, Site, string_literal
 from generator.config import builtin_pattern_dir
 from generator.models import Annotation, DDError, Diagnostic, Loc, Pattern, PatternParam
 
@@ -172,6 +173,8 @@ def _semantic_problems(pattern: Pattern, data: dict[str, Any], stem: str) -> lis
             problems.append((where, f"parameter {EXC_PARAM!r} must be an optional exception"))
         if param.name == EXC_PARAM and pattern.kind == "AST":
             problems.append((where, f"AST patterns take no {EXC_PARAM!r} parameter"))
+    if pattern.check is None and not pattern.template.strip():
+        problems.append((("id",), "a pattern needs a `check:` (a call) or a `template:`"))
     example = pattern.example.strip()
     if example and not (example.startswith(pattern.id + "(") and example.endswith(")")):
         problems.append((("example",), f"example must be a call of {pattern.id}"))
@@ -197,13 +200,17 @@ class _Compiled:
     env: jinja2.Environment
     message_src: str
     template_src: str
-    _cache: tuple[jinja2.Template, jinja2.Template] | None = None
+    args_src: str = ""
+    shows_src: str = "[]"
+    _cache: tuple[jinja2.Template, jinja2.Template, jinja2.Template, Any] | None = None
 
-    def _compile(self) -> tuple[jinja2.Template, jinja2.Template]:
+    def _compile(self) -> tuple[jinja2.Template, jinja2.Template, jinja2.Template, Any]:
         if self._cache is None:
             self._cache = (
                 self.env.from_string(self.message_src),
                 self.env.from_string(self.template_src),
+                self.env.from_string(self.args_src),
+                self.env.compile_expression(self.shows_src, undefined_to_none=False),
             )
         return self._cache
 
@@ -214,6 +221,14 @@ class _Compiled:
     @property
     def template(self) -> jinja2.Template:
         return self._compile()[1]
+
+    @property
+    def args(self) -> jinja2.Template:
+        return self._compile()[2]
+
+    @property
+    def shows(self) -> Any:
+        return self._compile()[3]
 
 
 def _read_pattern(path: Path, env: jinja2.Environment) -> tuple[Pattern, _Compiled, int]:
@@ -242,7 +257,76 @@ def _read_pattern(path: Path, env: jinja2.Environment) -> tuple[Pattern, _Compil
             line = _template_line(node, key, exc.lineno or 1)
             message = f"{key}: Jinja2 syntax error: {exc.message}"
             raise _FileErrors([_dd090(shown, line, message)]) from exc
-    return _with_exc_param(pattern), _Compiled(env, pattern.message, pattern.template), id_line
+    compiled = _Compiled(env, pattern.message, pattern.template)
+    if pattern.check is not None:
+        _check_check(pattern, node, shown, env)
+        compiled.args_src, compiled.shows_src = pattern.check.args, pattern.check.shows
+    return _with_exc_param(pattern), compiled, id_line
+
+
+def _check_check(pattern: Pattern, node: yaml.MappingNode, shown: str, env: Any) -> None:
+    """DD090 for a `check:` that cannot work: code that does not parse or does not define its
+    function with a keyword-only `at` and every parameter, or a template that does not parse."""
+    check = pattern.check
+    assert check is not None
+    problems: list[tuple[tuple[str, ...], str]] = []
+    for key, source in (("args", check.args), ("shows", "{{ " + check.shows + " }}")):
+        try:
+            env.parse(source)
+        except jinja2.TemplateSyntaxError as exc:
+            problems.append((("check", key), f"check.{key}: Jinja2 syntax error: {exc.message}"))
+    try:
+        tree = ast.parse(check.code)
+    except SyntaxError as exc:
+        problems.append((("check", "code"), f"check.code is not Python: {exc.msg}"))
+        tree = ast.Module(body=[], type_ignores=[])
+    functions = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+    function = functions.get(check.function)
+    if not check.function.isidentifier() or keyword.iskeyword(check.function):
+        problems.append((("check", "function"), f"{check.function!r} is not an identifier"))
+    elif tree.body and function is None:
+        problems.append((("check", "code"), f"check.code does not define {check.function}()"))
+    elif function is not None:
+        given = {a.arg for a in [*function.args.posonlyargs, *function.args.args]}
+        if "at" not in {a.arg for a in function.args.kwonlyargs}:
+            problems.append((("check", "code"), f"{check.function}() needs a keyword-only `at`"))
+        if not check.args.strip():  # the annotation's own arguments are passed: bind them all
+            wanted = [p.name for p in pattern.params]
+            if pattern.kind == "VAL":
+                wanted.append(EXC_PARAM)
+            missing = [name for name in dict.fromkeys(wanted) if name not in given]
+            if missing:
+                names = ", ".join(missing)
+                problems.append((("check", "code"), f"{check.function}() lacks {names}"))
+    reserved = [n for n in check_names(pattern) if n in RESERVED_CHECK_NAMES]
+    if reserved:
+        problems.append((("check", "code"), f"check.code redefines {', '.join(reserved)}"))
+    if problems:
+        raise _FileErrors([_dd090(shown, _node_line(node, keys), msg) for keys, msg in problems])
+
+
+# Names the check module itself defines; a pattern's check code may not redefine them.
+RESERVED_CHECK_NAMES = frozenset({"Site", "sites", "reprlib", "annotations", "NoReturn"})
+
+
+def check_names(pattern: Pattern) -> list[str]:
+    """The top-level names a pattern's check code defines (functions, classes, assignments)."""
+    if pattern.check is None:
+        return []
+    try:
+        tree = ast.parse(pattern.check.code)
+    except SyntaxError:
+        return []
+    names: list[str] = []
+    for stmt in tree.body:
+        if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.append(stmt.name)
+        elif isinstance(stmt, (ast.Assign, ast.AnnAssign)):
+            targets = stmt.targets if isinstance(stmt, ast.Assign) else [stmt.target]
+            names += [
+                n.id for target in targets for n in ast.walk(target) if isinstance(n, ast.Name)
+            ]
+    return names
 
 
 def _pattern_files(directory: Path) -> list[Path]:
@@ -303,6 +387,12 @@ class PatternLibrary:
                             f"{pattern.id} reuses {what} pattern ID ({where})",
                         )
                     )
+                    continue
+                taken = {n: p.id for p in patterns.values() for n in check_names(p)}
+                clashes = sorted({f"{n} ({taken[n]})" for n in check_names(pattern) if n in taken})
+                if clashes:
+                    message = f"check code of {pattern.id} redefines {', '.join(clashes)}"
+                    diags.append(_dd090(pattern.loc.path, id_line, message))
                     continue
                 patterns[pattern.id] = pattern
                 compiled[pattern.id] = comp
@@ -657,14 +747,6 @@ def _where(*items: Any) -> list[tuple[str, str]]:
     return list(pairs.items())
 
 
-def string_literal(text: str) -> str:
-    """A Python string literal for `text`, double-quoted unless `text` holds a double quote."""
-    lit = repr(text)
-    if lit.startswith("'") and '"' not in text:
-        lit = '"' + lit[1:-1] + '"'
-    return lit
-
-
 def _escaped(text: str, quote: str, braces: bool) -> str:
     """`text` as the inside of a `quote`-delimited literal (an f-string's when `braces`)."""
     out = []
@@ -745,12 +827,18 @@ def _render_error(ann: Annotation, message: str) -> DDError:
 
 
 def render_annotation(ann: Annotation, lib: PatternLibrary, symbol: str) -> str:
-    """Python statements (unindented, newline-terminated) implementing a valid annotation.
+    """Python statements (unindented, newline-terminated) implementing a valid annotation: one
+    call of the check module for a pattern with `check:`, else its template's statements.
 
     `symbol` names the spec (`GpuPool.shrink_sampler`) and `ann.loc` its document line; both
     appear in the failure message. Raises DDError with the check_annotation diagnostics when the
     annotation is invalid, and DD091 when the template fails or renders invalid Python.
     """
+    return render(ann, lib, symbol)[0]
+
+
+def render(ann: Annotation, lib: PatternLibrary, symbol: str) -> tuple[str, Site | None]:
+    """`render_annotation`'s statements and, for a check call, its site (None for a template)."""
     diags = [d for d in check_annotation(ann, lib) if d.severity == "error"]
     if diags:
         raise DDError(diags)
@@ -788,9 +876,21 @@ def render_annotation(ann: Annotation, lib: PatternLibrary, symbol: str) -> str:
         "pattern": pattern,
     }
     compiled = lib.compiled(pattern.id)
+    site = None
     try:
         message = " ".join(line.strip() for line in compiled.message.render(context).splitlines())
-        body = compiled.template.render({**context, "message": message.strip()})
+        if pattern.check is None:
+            body = compiled.template.render({**context, "message": message.strip()})
+        else:
+            labels = _labels(compiled.shows(**context))
+            site = Site(ann.loc.line, symbol, message.strip(), labels)
+            given = compiled.args.render(context).strip() if pattern.check.args else ann.args
+            at = f"at={SITES_NAME}[{ann.loc.line}]"
+            given = given.strip()
+            if given and _is_bare_generator(given):  # `f(x for x in xs)`: one argument only
+                given = f"({given})"
+            call_args = f"{given}, {at}" if given else at
+            body = f"{CHECK_ALIAS}.{pattern.check.function}({call_args})\n"
     except (jinja2.TemplateError, TypeError, ValueError, SyntaxError) as exc:
         raise _render_error(ann, f"template failed: {exc}") from exc
     source = _finish(body)
@@ -802,4 +902,36 @@ def render_annotation(ann: Annotation, lib: PatternLibrary, symbol: str) -> str:
         ) from exc
     if not source:
         raise _render_error(ann, "template rendered no statements")
-    return source
+    return source, site
+
+
+def _is_bare_generator(args: str) -> bool:
+    """True when `args` is a lone generator expression without its own parentheses."""
+    try:
+        ast.parse(f"f({args}, at=0)", mode="eval")
+    except SyntaxError:
+        return True
+    return False
+
+
+def _labels(shows: Any) -> tuple[str | None, ...]:
+    """The label of each value a check's failure passes, from its `shows` list: an argument
+    (its source; None when it is a literal), a label, a (label, expression) pair, a list of
+    those, or None. A label already shown is not shown again; trailing Nones are dropped."""
+    items = list(shows) if isinstance(shows, list) else [shows]
+    while any(isinstance(item, list) for item in items):
+        items = [part for item in items for part in (item if isinstance(item, list) else [item])]
+    labels: list[str | None] = []
+    for item in items:
+        if isinstance(item, Arg):
+            label = None if item.is_literal else item.src
+        elif isinstance(item, tuple) and len(item) == 2:
+            label = str(item[0])
+        elif item is None or isinstance(item, str):
+            label = item
+        else:
+            raise TypeError(f"shows: cannot use {item!r}")
+        labels.append(None if label in labels else label)
+    while labels and labels[-1] is None:
+        labels.pop()
+    return tuple(labels)

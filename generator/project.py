@@ -15,7 +15,7 @@ from functools import cached_property
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
 
-from generator import gitutil, markers, writer
+from generator import checkmodule, gitutil, markers, writer
 from generator.cache import Cache, digest, environment, files_digest
 from generator.config import Config, builtin_pattern_dir, load_config
 from generator.models import (
@@ -35,6 +35,7 @@ from generator.plan import check_revision, validate_plan
 if TYPE_CHECKING:
     import libcst as cst
 
+    from generator.expand import Needs
     from generator.patterns import PatternLibrary
 
 _EMITTING = {StepStatus.in_progress, StepStatus.done}
@@ -64,7 +65,7 @@ class Project:
         self._keys = keys or {}  # document path -> digest of its bytes and the fingerprint
         self._unreadable = unreadable or set()  # documents present but not loaded (errors)
         self._parse_diagnostics = parse_diagnostics
-        self._expanded: dict[tuple[str, int], tuple[cst.Module, bool]] = {}
+        self._expanded: dict[tuple[str, int], tuple[cst.Module, Needs]] = {}
         self._fix_package_paths()
 
     # ------------------------------------------------------------------ loading
@@ -241,6 +242,7 @@ class Project:
         cached = self.cache.get(f"patterns:{doc.path}", key)
         if cached is not None:
             return [Diagnostic.model_validate(d) for d in cached]
+        from generator.expand import expand_spec
         from generator.patterns import check_annotation
 
         diags: list[Diagnostic] = []
@@ -249,7 +251,8 @@ class Project:
             diags += found
             if spec.annotations and not _has_errors(found) and not self._code_errors(spec):
                 try:
-                    self._expand_spec(spec)
+                    _tree(spec.code)  # type: ignore[arg-type]  # DD031
+                    expand_spec(spec, self.library, build=False)
                 except DDError as exc:
                     diags += exc.diagnostics
         if doc.path in self._keys:
@@ -381,7 +384,9 @@ class Project:
             source = markers.source_document(head)
             if source in self._unreadable or (source is None and self._unreadable):
                 continue
-            if source is None:
+            if checkmodule.is_check_module(head):
+                why = "a check module of a package whose generated modules have no checks"
+            elif source is None:
                 why = "a package marker of a package that has no generated module any more"
             elif source in loaded:
                 why = (
@@ -444,9 +449,28 @@ class Project:
             parts = PurePosixPath(module_path).parts[:-1]
             for depth in range(1, len(parts) + 1):
                 by_path.setdefault(PurePosixPath(*parts[:depth], "__init__.py").as_posix(), None)
+        for package in self._check_packages():
+            by_path.setdefault(checkmodule.path_in(package), None)
         return {self._out(p): m for p, m in sorted(by_path.items())}
 
-    def _expand_spec(self, spec: Spec) -> tuple[cst.Module, bool]:
+    def _check_packages(self) -> dict[str, list[str]]:
+        """Each top-level package that gets a check module: one with an emitted spec that has an
+        annotation, with the IDs of the patterns its emitted annotations use."""
+        used: dict[str, set[str]] = {}
+        for doc in self.documents:
+            for module in self._emitted_modules(doc):
+                for spec in module.specs:
+                    if spec.annotations and (spec.kind is SpecKind.cls or self.emitted(doc, spec)):
+                        ids = used.setdefault(_top_package(doc), set())
+                        ids.update(a.pattern for a in spec.annotations)
+        return {package: sorted(ids) for package, ids in sorted(used.items())}
+
+    def _check_module(self, ids: list[str]) -> str:
+        """The check module's source (unformatted) holding the checks of patterns `ids`."""
+        patterns = [p for p in (self.library.get(i) for i in ids) if p is not None]
+        return checkmodule.module_source(patterns)
+
+    def _expand_spec(self, spec: Spec) -> tuple[cst.Module, Needs]:
         from generator.expand import expand_spec
 
         key = (spec.loc.path, spec.loc.line)
@@ -483,7 +507,16 @@ class Project:
                 texts.update(cached)
             else:
                 todo[doc.path] = (doc, key)
-        if todo:
+        check_todo: dict[str, str] = {}  # check module path -> its cache key
+        for package, ids in self._check_packages().items():
+            path = self._out(checkmodule.path_in(package))
+            key = digest(self.fingerprint, "checks", *ids, str(self.config.line_length), formatting)
+            cached = self.cache.get(f"generate:{path}", key)
+            if isinstance(cached, str):
+                texts[path] = cached
+            else:
+                check_todo[path] = key
+        if todo or check_todo:
             from generator.formatting import format_sources
 
             sources = {
@@ -491,6 +524,11 @@ class Project:
                 for doc, _ in todo.values()
                 for module in self._emitted_modules(doc)
             }
+            packages = self._check_packages()
+            for package, ids in packages.items():
+                path = self._out(checkmodule.path_in(package))
+                if path in check_todo:
+                    sources[path] = self._check_module(ids)
             formatted = format_sources(sources, self.config.line_length, first_party)
             formatted = {name: markers.with_hash(text) for name, text in formatted.items()}
             for name, text in formatted.items():
@@ -500,9 +538,11 @@ class Project:
                 if path in self._keys:
                     mine = {m.name: formatted[m.name] for m in self._emitted_modules(doc)}
                     self.cache.put(f"generate:{path}", key, mine)
+            for path, key in check_todo.items():
+                self.cache.put(f"generate:{path}", key, formatted[path])
         marker = markers.with_hash(markers.header(None))
         files = {
-            path: marker if module is None else texts[module.name]
+            path: texts[path] if path in texts else marker if module is None else texts[module.name]
             for path, module in self._planned_paths().items()
         }
         return dict(sorted(files.items()))
@@ -511,15 +551,16 @@ class Project:
         """The unformatted source of `module`: header, prelude, then its emitted specs in
         document order. A class is emitted when its own spec or any of its methods is."""
         from generator.assemble import Definition, assemble_module
+        from generator.expand import Needs
 
         classes: dict[str, tuple[Spec, Definition]] = {}
         top: list[tuple[Spec, Definition]] = []
-        uses_reprlib = False
+        needs = Needs()
         for spec in module.specs:
             if spec.kind is not SpecKind.cls and not self.emitted(doc, spec):
                 continue
-            tree, needs = self._expand_spec(spec)
-            uses_reprlib = uses_reprlib or needs
+            tree, spec_needs = self._expand_spec(spec)
+            needs.add(spec_needs)
             definition = Definition(tree, doc.path, spec.loc.line, spec.number, spec.name)
             if spec.kind is SpecKind.cls:
                 classes[spec.name] = (spec, definition)
@@ -533,9 +574,10 @@ class Project:
         ]
         title = f"{doc.front.title} {doc.front.version}"
         prelude = [_tree(block) for block in module.prelude]
-        imports = ["reprlib"] if uses_reprlib else []
+        imports = ["reprlib"] if needs.reprlib else []
         width = self.config.line_length
-        return assemble_module(doc.path, title, prelude, definitions, imports, width)
+        checks = (_top_package(doc), needs.sites)
+        return assemble_module(doc.path, title, prelude, definitions, imports, width, checks)
 
     def _out(self, module_path: str) -> str:
         """The project-relative path (absolute when the output root lies outside the project) of
@@ -573,15 +615,20 @@ class Project:
 
     def document_files(self, doc: Document) -> list[str]:
         """Project-relative paths of every file generated from `doc` (any edit of the document,
-        even its version in the headers, may change them)."""
-        return sorted({self._out(m.path) for m in doc.modules})
+        even its version in the headers, may change them), its package's check module included."""
+        return sorted({self._out(m.path) for m in doc.modules} | self._check_files(doc))
 
     def module_files(self, doc: Document, spec_names: list[str]) -> list[str]:
-        """Project-relative paths of the generated files that hold `spec_names` of `doc`."""
+        """Project-relative paths of the generated files that hold `spec_names` of `doc`, and
+        its package's check module (a new annotation may add a check to it)."""
         paths = {
             self._out(m.path) for m in doc.modules if any(_lists(spec_names, s) for s in m.specs)
         }
-        return sorted(paths)
+        return sorted(paths | self._check_files(doc))
+
+    def _check_files(self, doc: Document) -> set[str]:
+        path = self._out(checkmodule.path_in(_top_package(doc)))
+        return {path} if path in self._planned_paths() else set()
 
 
 def _load_document(
@@ -653,6 +700,10 @@ def _first_line(path: Path) -> str:
             return fh.readline(4096).decode("utf-8", errors="replace").rstrip("\r\n")
     except OSError:
         return ""
+
+
+def _top_package(doc: Document) -> str:
+    return doc.front.package.split(".")[0]
 
 
 def _has_errors(diags: list[Diagnostic]) -> bool:

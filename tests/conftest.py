@@ -100,3 +100,36 @@ def expand_code(code: str, first_line: int, annotations: list, lib, symbol: str)
         return code
     tree = libcst.parse_module(code)
     return expand_tree(tree, code, first_line, annotations, lib, symbol)[0].code
+
+
+def check_module(lib):
+    """The check module dd would generate for every pattern of `lib`, as a module object."""
+    import types
+
+    from generator.checkmodule import module_source
+
+    module = types.ModuleType("dd_test_checks")
+    exec(compile(module_source(list(lib)), "<checks>", "exec"), module.__dict__)  # noqa: S102
+    return module
+
+
+def check_namespace(lib, sites, path: str) -> dict:
+    """What a generated module gives its check calls: the check module as `check`, the `_AT`
+    table of `sites` (document `path`) and reprlib (for template checks)."""
+    import reprlib
+
+    module = check_module(lib)
+    table = {s.line: module.Site(s.symbol, f"{path}:{s.line}", s.expected, s.labels) for s in sites}
+    return {"reprlib": reprlib, "check": module, "_AT": table}
+
+
+def expand_runnable(code: str, first_line: int, annotations: list, lib, symbol: str) -> tuple:
+    """`code` expanded, and the namespace to exec it in (`check_namespace`)."""
+    import libcst
+
+    from generator.expand import expand_tree
+
+    tree = libcst.parse_module(code)
+    expanded, needs = expand_tree(tree, code, first_line, annotations, lib, symbol)
+    path = annotations[0].loc.path if annotations else "<code>"
+    return expanded.code, check_namespace(lib, needs.sites, path)

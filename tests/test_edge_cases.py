@@ -54,8 +54,18 @@ def test_check_of_a_document_outside_the_git_repository(tmp_path: Path, dd) -> N
     root = make_project(tmp_path / "proj", {})
     subprocess.run(["git", "init", "-q"], cwd=root, check=True)
     subprocess.run(
-        ["git", "-c", "user.name=T", "-c", "user.email=t@e", "commit", "-q", "--allow-empty",
-         "-m", "init"],
+        [
+            "git",
+            "-c",
+            "user.name=T",
+            "-c",
+            "user.email=t@e",
+            "commit",
+            "-q",
+            "--allow-empty",
+            "-m",
+            "init",
+        ],
         cwd=root,
         check=True,
     )
@@ -132,7 +142,11 @@ def test_package_markers_stay_inside_an_output_root_outside_the_project(tmp_path
     pyproject = root / "pyproject.toml"
     pyproject.write_text(pyproject.read_text() + 'output = "../out"\n')
     out = (tmp_path / "out").resolve().as_posix()
-    assert list(Project.load(root).generate()) == [f"{out}/demo/__init__.py", f"{out}/demo/m.py"]
+    assert list(Project.load(root).generate()) == [
+        f"{out}/demo/__init__.py",
+        f"{out}/demo/_checks.py",  # the check module of the package, beside its modules
+        f"{out}/demo/m.py",
+    ]
 
 
 def test_generated_files_get_ordinary_permissions(tmp_path: Path, dd) -> None:

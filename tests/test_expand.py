@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import ast
 import re
-import reprlib
 import textwrap
 
 import pytest
@@ -12,10 +11,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from generator.annotations import comment_lines as annotation_comment_lines
+from generator.checkmodule import Site
 from generator.expand import expand_spec
 from generator.models import Annotation, CodeBlock, DDError, Loc, Spec, SpecKind
 from generator.patterns import PatternLibrary, render_annotation
-from tests.conftest import expand_code
+from tests.conftest import expand_code, expand_runnable
 
 LIB = PatternLibrary.load([])
 DOC = "design/t.md"
@@ -57,9 +57,7 @@ def test_comment_stays_and_statements_follow() -> None:
         "def f(self, xs: list[int]) -> int:\n"
         '    """Doc."""\n'
         "    # VAL: VAL_NON_EMPTY(xs)\n"
-        "    if len(xs) == 0:\n"
-        '        raise ValueError(f"VAL_NON_EMPTY failed in Pool.f (design/t.md:42): expected xs'
-        ' to be non-empty (where xs={reprlib.repr(xs)})")\n'
+        "    check.non_empty(xs, at=_AT[42])\n"
         "    return len(xs)\n"
     )
 
@@ -166,8 +164,7 @@ def test_module_style_is_kept_tabs_and_crlf() -> None:
     code = 'def f(xs):\r\n\t"""Doc."""\r\n\t# VAL: VAL_INT_RANGE(xs, min=0, each=True)\r\n\treturn xs\r\n'
     out = expand(code)
     assert "\n" not in out.replace("\r\n", "")
-    assert "\r\n\tfor _dd_item in xs:\r\n\t\tif " in out
-    assert '\r\n\t\t\traise ValueError(f"VAL_INT_RANGE failed' in out
+    assert "\r\n\tcheck.int_range(xs, min=0, each=True, at=_AT[42])\r\n\treturn xs" in out
     compile(out.replace("\r\n", "\n"), "<t>", "exec")
     assert expand(out, annotations_in(code)) == out
 
@@ -183,8 +180,8 @@ def test_expanded_code_runs(tmp_path) -> None:
             return ranks
         '''
     )
-    namespace: dict = {"reprlib": reprlib}
-    exec(expand(code), namespace)  # noqa: S102
+    expanded, namespace = expand_runnable(code, FIRST, annotations_in(code), LIB, "Pool.shrink")
+    exec(expanded, namespace)  # noqa: S102
     pool = type("Pool", (), {"num_gpus": 4})()
     assert namespace["shrink"](pool, [2, 1]) == [1, 2]
     with pytest.raises(ValueError, match=r"\(where item=4, self.num_gpus - 1=3\)$"):
@@ -209,8 +206,11 @@ def test_expand_spec() -> None:
         code=CodeBlock(code=code, info="python", loc=Loc(path=DOC, line=FIRST)),
         annotations=annotations_in(code),
     )
-    tree, uses_reprlib = expand_spec(spec, LIB)
-    assert tree.code == expand_code(code, FIRST, spec.annotations, LIB, "g") and uses_reprlib
+    tree, needs = expand_spec(spec, LIB)
+    assert tree.code == expand_code(code, FIRST, spec.annotations, LIB, "g")
+    assert not needs.reprlib and needs.sites == [
+        Site(FIRST + 2, "g", "xs to be non-empty", ("xs",))
+    ]
     assert spec.code is not None and spec.code.tree().code == code  # the parsed tree is kept
 
 
@@ -229,7 +229,7 @@ def test_annotation_comment_lines_ignore_strings_trailing_and_prose_comments() -
         Annotation(kind="VAL", pattern="VAL_NOT_NONE", args="x", loc=Loc(path=DOC, line=45)),
     ]
     out = expand(code, annotations)
-    assert "    #VAL:VAL_NOT_NONE(x)\n    if x is None:\n" in out
+    assert "    #VAL:VAL_NOT_NONE(x)\n    check.not_none(x, at=_AT[45])\n" in out
     assert expand(out, annotations) == out
 
 

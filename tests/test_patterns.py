@@ -16,12 +16,16 @@ import shutil
 import subprocess
 import sys
 import textwrap
+import types
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
+import libcst
 import pytest
 
+from generator import checkmodule
+from generator.expand import expand_tree
 from generator.formatting import format_sources
 from generator.models import Annotation, DDError, Loc
 from generator.patterns import (
@@ -30,9 +34,10 @@ from generator.patterns import (
     builtin_pattern_dir,
     check_annotation,
     condition_names,
+    render,
     render_annotation,
 )
-from tests.conftest import expand_code
+from tests.conftest import check_namespace
 
 REPO = Path(__file__).resolve().parent.parent
 GOLDEN_DIR = Path(__file__).parent / "golden" / "patterns"
@@ -86,45 +91,76 @@ def free_names(args: str) -> list[str]:
 
 
 def example_function(pattern_id: str, extra_args: str = "") -> str:
-    """The golden function of a pattern: its example (plus `extra_args`) expanded in a def."""
+    """The golden module of a pattern: its example (plus `extra_args`) expanded in a function
+    `example`, the imports its checks need and the table of its check sites."""
     pattern = LIB.get(pattern_id)
     assert pattern is not None and pattern.example
     example = pattern.example[:-1] + extra_args + ")"
     annotation = ann(f"{pattern.kind}: {example}", line=ANN_LINE, path=DOC)
     code = (
-        f"def check({', '.join(free_names(annotation.args))}):\n"
+        f"def example({', '.join(free_names(annotation.args))}):\n"
         f'    """Run the example of {pattern_id}."""\n'
         f"    # {pattern.kind}: {example}\n"
     )
-    return expand_code(code, 1, [annotation], LIB, SYMBOL)
+    tree = libcst.parse_module(code)
+    expanded, needs = expand_tree(tree, code, 1, [annotation], LIB, SYMBOL)
+    imports = "import reprlib\n" if needs.reprlib else ""
+    if needs.sites:
+        imports += checkmodule.import_line("golden")
+    table = "\n\n" + checkmodule.sites_table(DOC, needs.sites) if needs.sites else ""
+    return imports + "\n\n" + expanded.code + table
 
 
 @functools.cache
 def golden_texts() -> dict[str, str]:
     """Every golden file: the example function in a module, as `dd expand` writes it (imports
-    sorted, formatted by ruff), all formatted in one batch."""
-    sources = {}
+    sorted, formatted by ruff), all formatted in one batch; and the check module of them all."""
+    sources = {
+        CHECKS_GOLDEN: "# Golden check module of the built-in patterns, checked by tests/test_patterns.py.\n"
+        + checkmodule.module_source(list(LIB)).split("\n", 2)[2]
+    }
     for pattern_id in LIB.ids():
-        function = example_function(pattern_id)
-        imports = "import reprlib\n\n\n" if "reprlib." in function else "\n"
         sources[pattern_id] = (
             f"# Golden rendering of the {pattern_id} example, checked by tests/test_patterns.py.\n"
             "# Regenerate with DD_UPDATE_GOLDEN=1 after a deliberate template change.\n\n"
-            + imports
-            + function
+            + example_function(pattern_id)
         )
-    return format_sources(sources, 100, [])
+    return format_sources(sources, 100, ["golden"])
+
+
+CHECKS_GOLDEN = "_checks"
 
 
 def golden_text(pattern_id: str) -> str:
     return golden_texts()[pattern_id]
 
 
+def _install_golden_package() -> None:
+    """`golden._checks`, the golden check module, importable as the goldens import it."""
+    module = types.ModuleType("golden._checks")
+    source = golden_texts()[CHECKS_GOLDEN]
+    exec(compile(source, "golden/_checks.py", "exec"), module.__dict__)  # noqa: S102
+    package = types.ModuleType("golden")
+    package.__path__ = []  # type: ignore[attr-defined]
+    package._checks = module  # type: ignore[attr-defined]
+    sys.modules["golden"], sys.modules["golden._checks"] = package, module
+
+
 def load_check(source: str) -> Any:
-    """The `check` function defined by `source` (trusted: rendered by these tests)."""
-    namespace: dict[str, Any] = {"reprlib": reprlib}  # what a generated module imports
+    """The `example` function defined by `source` (trusted: rendered by these tests)."""
+    _install_golden_package()
+    namespace: dict[str, Any] = {"reprlib": reprlib}
     exec(compile(source, "<golden>", "exec"), namespace)  # noqa: S102
-    return namespace["check"]
+    return namespace["example"]
+
+
+def run_rendered(annotation: Annotation, symbol: str, params: str) -> Any:
+    """A function `example(params)` whose body is `annotation` rendered, ready to call."""
+    source, site = render(annotation, LIB, symbol)
+    namespace = check_namespace(LIB, [site] if site else [], annotation.loc.path)
+    body = f"def example({params}):\n" + textwrap.indent(source, "    ")
+    exec(compile(body, "<rendered>", "exec"), namespace)  # noqa: S102
+    return namespace["example"]
 
 
 class PoolConfig:
@@ -252,15 +288,31 @@ CASES: dict[str, tuple[dict[str, Any], list[tuple[dict[str, Any], type, str]]]] 
         {"batch_size": 1},
         [
             ({"batch_size": 0}, ValueError, "batch_size to be a number > 0 (where batch_size=0)"),
-            ({"batch_size": "5"}, ValueError, "batch_size to be a number > 0 (where batch_size='5')"),
-            ({"batch_size": True}, ValueError, "batch_size to be a number > 0 (where batch_size=True)"),
+            (
+                {"batch_size": "5"},
+                ValueError,
+                "batch_size to be a number > 0 (where batch_size='5')",
+            ),
+            (
+                {"batch_size": True},
+                ValueError,
+                "batch_size to be a number > 0 (where batch_size=True)",
+            ),
         ],
     ),
     "VAL_NON_NEGATIVE": (
         {"timeout_s": 0.0},
         [
-            ({"timeout_s": -1.5}, ValueError, "timeout_s to be a number >= 0 (where timeout_s=-1.5)"),
-            ({"timeout_s": None}, ValueError, "timeout_s to be a number >= 0 (where timeout_s=None)"),
+            (
+                {"timeout_s": -1.5},
+                ValueError,
+                "timeout_s to be a number >= 0 (where timeout_s=-1.5)",
+            ),
+            (
+                {"timeout_s": None},
+                ValueError,
+                "timeout_s to be a number >= 0 (where timeout_s=None)",
+            ),
         ],
     ),
     "VAL_LEN_RANGE": (
@@ -399,7 +451,7 @@ def test_required_parameters(lib: PatternLibrary) -> None:
             assert names == ["condition"]
 
 
-@pytest.mark.parametrize("pattern_id", LIB.ids())
+@pytest.mark.parametrize("pattern_id", [*LIB.ids(), "_checks"])
 def test_golden_rendering(pattern_id: str) -> None:
     path = GOLDEN_DIR / f"{pattern_id}.py"
     text = golden_text(pattern_id)
@@ -437,11 +489,17 @@ def test_ast_checks_survive_python_dash_o() -> None:
         """
         import sys
         assert False, "asserts are on"  # stripped under -O
+        import types
+        checks = types.ModuleType("golden._checks")
+        exec(open(sys.argv[3]).read(), checks.__dict__)
+        golden = types.ModuleType("golden")
+        golden._checks = checks
+        sys.modules["golden"], sys.modules["golden._checks"] = golden, checks
         for path, args in [(sys.argv[1], ([],)), (sys.argv[2], ([0], [1, 2]))]:
             namespace = {}
             exec(open(path).read(), namespace)
             try:
-                namespace["check"](*args)
+                namespace["example"](*args)
             except AssertionError as exc:
                 print("raised:", exc)
         """
@@ -454,6 +512,7 @@ def test_ast_checks_survive_python_dash_o() -> None:
             script,
             str(GOLDEN_DIR / "AST_POSTCONDITION.py"),
             str(GOLDEN_DIR / "AST_PRECONDITION.py"),
+            str(GOLDEN_DIR / "_checks.py"),
         ],
         capture_output=True,
         text=True,
@@ -480,21 +539,29 @@ def test_goldens_are_ruff_clean() -> None:
     assert result.returncode == 0, result.stdout + result.stderr
 
 
-def test_goldens_import_nothing_but_reprlib() -> None:
-    """Generated checks are self-contained: they need the standard library's reprlib only."""
+def test_goldens_import_nothing_but_the_check_module() -> None:
+    """Generated checks are self-contained: a check call needs the generated check module,
+    which needs the standard library only."""
     for path in GOLDEN_DIR.glob("*.py"):
         tree = ast.parse(path.read_text(encoding="utf-8"))
-        imports = [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
-        assert [ast.unparse(n) for n in imports] in ([], ["import reprlib"]), path
+        imports = [
+            ast.unparse(n) for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))
+        ]
+        if path.stem == CHECKS_GOLDEN:
+            assert all(
+                i.split()[1] in ("__future__", "builtins", "reprlib", "sys", "types", "typing")
+                for i in imports
+            )
+        else:
+            assert imports == ["from golden import _checks as check"], path
 
 
 # --------------------------------------------------------------------------- rendering
 
 
-def test_message_survives_quotes_braces_backslashes_and_percent(lib: PatternLibrary) -> None:
+def test_message_survives_quotes_braces_backslashes_and_percent() -> None:
     annotation = ann("""VAL: VAL_IN_SET(mode, {"a%s", 'b"\\'{x}', "\\\\n"})""", line=12)
-    source = render_annotation(annotation, lib, "Pool.set_mode")
-    check = load_check("def check(mode):\n" + textwrap.indent(source, "    "))
+    check = run_rendered(annotation, "Pool.set_mode", "mode")
     check("a%s")
     with pytest.raises(ValueError) as info:
         check("{x}")
@@ -504,32 +571,40 @@ def test_message_survives_quotes_braces_backslashes_and_percent(lib: PatternLibr
     )
 
 
-def test_ast_check_is_an_if_raise_not_an_assert(lib: PatternLibrary) -> None:
-    source = render_annotation(ann("AST: AST_POSTCONDITION(len(r) > 0)"), lib, "f")
-    assert source.startswith('if not (len(r) > 0):\n    raise AssertionError(f"AST_POSTCONDITION')
-    assert not [n for n in ast.walk(ast.parse(source)) if isinstance(n, ast.Assert)]
+def test_ast_check_is_a_call_that_raises_not_an_assert(lib: PatternLibrary) -> None:
+    source, site = render(ann("AST: AST_POSTCONDITION(len(r) > 0)"), lib, "f")
+    assert source == "check.postcondition(len(r) > 0, at=_AT[7])\n"
+    assert site == checkmodule.Site(7, "f", "len(r) > 0", ("r",))
+    checks = checkmodule.module_source(list(lib))
+    assert not [n for n in ast.walk(ast.parse(checks)) if isinstance(n, ast.Assert)]
 
 
 def test_rendering_is_deterministic_unindented_and_newline_terminated(lib: PatternLibrary) -> None:
     annotation = ann("VAL: VAL_INT_RANGE(x, min=lo, max=hi + 1)")
-    first = render_annotation(annotation, lib, "f")
-    assert first == render_annotation(annotation, lib, "f")
-    assert first.endswith("\n") and not first.endswith("\n\n") and not first[0].isspace()
-    assert "not lo <= x <= (hi + 1)" in first
-    assert "(where x={reprlib.repr(x)}, lo={reprlib.repr(lo)}, hi + 1={reprlib.repr(hi + 1)})" in first
+    first = render(annotation, lib, "f")
+    assert first == render(annotation, lib, "f")
+    assert first[0] == "check.int_range(x, min=lo, max=hi + 1, at=_AT[7])\n"
+    assert first[1] == checkmodule.Site(
+        7, "f", "x to be an int in [lo, hi + 1]", ("x", "lo", "hi + 1")
+    )
+    check = run_rendered(annotation, "f", "x, lo, hi")
+    check(3, 0, 2)
+    with pytest.raises(ValueError, match=r"\(where x=4, lo=0, hi \+ 1=3\)$"):
+        check(4, 0, 2)
 
 
-def test_int_range_without_bounds_is_a_type_check(lib: PatternLibrary) -> None:
-    source = render_annotation(ann("VAL: VAL_INT_RANGE(n)"), lib, "f")
-    assert source.startswith("if isinstance(n, bool) or not isinstance(n, int):\n")
-    assert "raise TypeError(" in source
-    overridden = render_annotation(ann("VAL: VAL_INT_RANGE(n, exc=errors.Bad)"), lib, "f")
-    assert "raise errors.Bad(" in overridden
+def test_int_range_without_bounds_is_a_type_check() -> None:
+    check = run_rendered(ann("VAL: VAL_INT_RANGE(n)"), "f", "n")
+    check(3)
+    with pytest.raises(TypeError, match=r"expected n to be an int \(where n='3'\)$"):
+        check("3")
+    overridden = run_rendered(ann("VAL: VAL_INT_RANGE(n, exc=KeyError)"), "f", "n")
+    with pytest.raises(KeyError):
+        overridden("3")
 
 
-def test_one_sided_bounds_reject_nan(lib: PatternLibrary) -> None:
-    source = render_annotation(ann("VAL: VAL_FLOAT_RANGE(x, min=0)"), lib, "f")
-    check = load_check("def check(x):\n" + textwrap.indent(source, "    "))
+def test_one_sided_bounds_reject_nan() -> None:
+    check = run_rendered(ann("VAL: VAL_FLOAT_RANGE(x, min=0)"), "f", "x")
     check(3.5)
     for bad in (float("nan"), -1, True):
         with pytest.raises(ValueError):
@@ -805,3 +880,73 @@ def test_template_rendering_invalid_python_is_dd091(tmp_path: Path) -> None:
     (diag,) = info.value.diagnostics
     assert diag.code == "DD091"
     assert diag.message.startswith("pattern VAL_EVEN: template rendered invalid Python (")
+
+
+CHECKED = """\
+id: VAL_EVEN
+kind: VAL
+summary: An even int.
+params:
+  - {name: value}
+message: "{{ value.src }} to be even"
+check:
+  function: even
+  shows: "[value]"
+  code: |
+    def even(value, exc=ValueError, *, at):
+        \"\"\"VAL_EVEN: `value` is even.\"\"\"
+        if value % 2:
+            at.fail("VAL_EVEN", exc, value)
+example: "VAL_EVEN(n)"
+"""
+
+
+def test_project_pattern_with_a_check_renders_a_call_that_fails_exactly(tmp_path: Path) -> None:
+    write(tmp_path / "pats", "VAL_EVEN.yaml", CHECKED)
+    lib = PatternLibrary.load([tmp_path / "pats"])
+    annotation = ann("VAL: VAL_EVEN(n + 1, exc=KeyError)", line=4)
+    source, site = render(annotation, lib, "f")
+    assert source == "check.even(n + 1, exc=KeyError, at=_AT[4])\n"
+    namespace = check_namespace(lib, [site], "design/x.md")
+    exec(compile("def example(n):\n    " + source, "<t>", "exec"), namespace)  # noqa: S102
+    namespace["example"](1)
+    with pytest.raises(KeyError) as info:
+        namespace["example"](2)
+    assert info.value.args[0] == (
+        "VAL_EVEN failed in f (design/x.md:4): expected n + 1 to be even (where n + 1=3)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "error"),
+    [
+        ("function: even", "function: odd", "10:1: error[DD090]: check.code does not define odd()"),
+        ("*, at):", "at=None):", "10:1: error[DD090]: even() needs a keyword-only `at`"),
+        ("(value, exc=ValueError,", "(value,", "10:1: error[DD090]: even() lacks exc"),
+        ("if value % 2:", "if value %:", "10:1: error[DD090]: check.code is not Python: invalid syntax"),
+        ("def even(", "Site = 1\n    def even(", "10:1: error[DD090]: check.code redefines Site"),
+        ('shows: "[value]"', 'shows: "[value"', "9:1: error[DD090]: check.shows: Jinja2 syntax error: unexpected '}', expected ']'"),
+        ("  function: even\n", "  function: even\n  colour: red\n", "9:1: error[DD090]: check.colour: Extra inputs are not permitted"),
+    ],
+)  # fmt: skip
+def test_malformed_check_is_dd090(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, old: str, new: str, error: str
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert old in CHECKED
+    write(tmp_path / "pats", "VAL_EVEN.yaml", CHECKED.replace(old, new, 1))
+    assert load_errors(Path("pats"))[0] == f"pats/VAL_EVEN.yaml:{error}"
+
+
+def test_two_patterns_defining_one_check_name_is_dd090(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    write(
+        tmp_path / "pats",
+        "VAL_EVEN.yaml",
+        CHECKED.replace("function: even", "function: in_set").replace("def even(", "def in_set("),
+    )
+    assert load_errors(Path("pats")) == [
+        "pats/VAL_EVEN.yaml:1:1: error[DD090]: check code of VAL_EVEN redefines in_set (VAL_IN_SET)"
+    ]  # fmt: skip

@@ -164,6 +164,10 @@ def test_full_step_loop(project: Path, dd: Callable[..., Result]) -> None:
         "commit": git(project, "rev-parse", "HEAD").strip(),
     }
     assert doc["steps"][1]["status"] == "NOT_STARTED" and doc["steps"][1]["commit"] is None
+    assert dd(project, "status", "--short").output.splitlines() == [
+        "1 document(s), 2 step(s): 1 DONE, 1 NOT_STARTED (`dd status`: all)",
+        f"  {DOC} (0.1.0): Step 2 NOT_STARTED",
+    ]
     assert "Step 2:" in dd(project, "next").output
 
     # Step 2 straight to done: it is started, expanded, verified and committed in one go

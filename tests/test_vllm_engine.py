@@ -13,7 +13,7 @@ from rlsched.engines.base import Sampling
 from rlsched.model import ModelSpec, build_model
 
 if importlib.util.find_spec("vllm") is None:
-    pytest.skip("vLLM is not installed (pip install -e '.[vllm]')", allow_module_level=True)
+    pytest.skip("vLLM is not installed (pip install -e '.[runtime,vllm]')", allow_module_level=True)
 if not torch.cuda.is_available():
     pytest.skip("vLLM needs a CUDA GPU and none is available here", allow_module_level=True)
 
@@ -54,6 +54,23 @@ def test_abort_returns_the_tokens_made_so_far(engine: VllmEngine) -> None:
     [out] = engine.abort([2, 99])
     assert out.finish_reason == "abort" and 0 < len(out.token_ids) < 400
     assert engine.num_active == 0
+
+
+def test_logprobs_are_the_trainers_masked_tempered_distribution(engine: VllmEngine) -> None:
+    """vLLM's processed log-probabilities equal log_softmax(logits / T + mask) of the same
+    weights run by transformers (the trainer's convention), not the raw model's."""
+    allowed = (10, 11, 12, 13)
+    prompt = [3, 4, 5, 6]
+    engine.submit(7, prompt, 6, Sampling(temperature=0.6, allowed_token_ids=allowed))
+    out = run_to_end(engine)[7]
+    model = build_model(SPEC, VOCAB)
+    with torch.no_grad():
+        logits = model(input_ids=torch.tensor([prompt + list(out.token_ids)])).logits[0]
+    mask = torch.full((VOCAB,), float("-inf"))
+    mask[list(allowed)] = 0.0
+    for i, token in enumerate(out.token_ids):
+        row = torch.log_softmax(logits[len(prompt) - 1 + i] / 0.6 + mask, dim=-1)
+        assert out.logprobs[i] == pytest.approx(float(row[token]), abs=2e-2)
 
 
 def test_sleep_wake_and_weights_of_a_version(engine: VllmEngine) -> None:

@@ -52,3 +52,23 @@ def test_lazy_command_runs_through_the_group_and_its_listed_help_is_its_own() ->
     for name, (_, line) in LAZY_COMMANDS.items():
         command = LazyGroup.get_command(cli, None, name)
         assert command.get_short_help_str(limit=200) == line
+
+
+def test_a_command_without_its_extra_is_refused_in_one_line_naming_it() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "sys.modules['ray'] = sys.modules['torch'] = None  # as if the extra were not installed\n"
+        "from rlsched.cli import main\n"
+        "sys.argv = ['rlsched', 'run', '--help']\n"
+        "main()\n"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
+    assert proc.returncode == 1 and proc.stdout == ""
+    (line,) = proc.stderr.splitlines()
+    assert line.startswith("Error: `rlsched run` needs the `runtime` extra (")
+    assert line.endswith(
+        "pip install 'rlsched[runtime]' (in a checkout: pip install -e '.[runtime]')"
+    )

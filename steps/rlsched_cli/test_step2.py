@@ -66,3 +66,20 @@ def test_invalid_yaml_is_a_problem_not_a_traceback(tmp_path: Path) -> None:
     assert result.exit_code == 1
     assert result.output.startswith(f"{bad}: <root>: not valid YAML at line ")
     assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+def test_a_file_that_is_not_a_mapping_or_not_yaml_is_one_clear_line(tmp_path: Path) -> None:
+    listed = tmp_path / "list.yaml"
+    listed.write_text("- 1\n- 2\n")
+    result = CliRunner().invoke(cli, ["check-config", str(listed)])
+    assert (result.exit_code, result.output) == (
+        1,
+        f"{listed}: <root>: expected a mapping, got list\n",
+    )
+    broken = tmp_path / "broken.yaml"
+    broken.write_text("devices:\n  count: [1\n")
+    result = CliRunner().invoke(cli, ["check-config", str(broken)])
+    assert result.exit_code == 1
+    assert result.output.startswith(f"{broken}: <root>: not valid YAML at line 3, column 1: ")
+    directory = CliRunner().invoke(cli, ["check-config", str(tmp_path)])
+    assert directory.exit_code == 2 and "is a directory" in directory.output

@@ -92,3 +92,16 @@ def test_offload_sleeps_once_and_only_when_idle(engine: VllmEngine) -> None:
     assert engine._llm.calls == [("sleep", 2)] and not engine._resident
     engine.offload()
     assert engine._llm.calls == [("sleep", 2)]
+
+
+def test_stream_logprobs_are_the_processed_ones_and_never_silently_zero() -> None:
+    from rlsched.engines.vllm_engine import stream_logprobs
+
+    entry = SimpleNamespace
+    chunk = [{5: entry(logprob=-0.25), 9: entry(logprob=-3.0)}, {6: entry(logprob=-1.5)}]
+    assert stream_logprobs([5, 6], chunk, 0.7) == [-0.25, -1.5]
+    assert stream_logprobs([5, 6], None, 0.0) == [0.0, 0.0]  # greedy: the engines' convention
+    with pytest.raises(RuntimeError, match="sampled token 7"):
+        stream_logprobs([7], [{5: entry(logprob=-0.1)}], 1.0)
+    with pytest.raises(RuntimeError, match="no log-probability"):
+        stream_logprobs([5], None, 1.0)

@@ -69,3 +69,29 @@ def test_action_ids_and_local_checkpoint(tmp_path: Path) -> None:
         load_tokenizer(ModelSpec(path=str(tmp_path)), []).encode("2 0 east").ids
         == tok.encode("2 0 east").ids
     )
+
+
+def test_the_default_model_and_its_special_tokens() -> None:
+    spec = ModelSpec()
+    assert spec.model_dump() == {
+        "arch": "qwen2",
+        "path": None,
+        "hidden_size": 64,
+        "layers": 2,
+        "heads": 4,
+        "kv_heads": 2,
+        "intermediate_size": 128,
+        "max_positions": 1024,
+        "tie_embeddings": False,
+        "init_std": 0.02,
+        "seed": 0,
+    }
+    config = build_model(
+        ModelSpec(hidden_size=16, heads=2, kv_heads=1, intermediate_size=32), 12
+    ).config
+    assert (config.pad_token_id, config.bos_token_id, config.eos_token_id) == (0, 2, 2)
+    assert (config.vocab_size, config.num_hidden_layers, config.max_position_embeddings) == (
+        12,
+        2,
+        1024,
+    )

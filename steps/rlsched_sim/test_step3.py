@@ -89,3 +89,49 @@ def test_cost_model_takes_an_optional_kv_spec() -> None:
     assert with_kv.kv is not None and with_kv.kv.capacity_tokens(8) == 212_973
     with pytest.raises(ValidationError):
         _kv(layers=-1)
+
+
+def test_every_model_is_frozen_and_closed() -> None:
+    from rlsched.sim.params import DevicesSpec, WorkloadModel
+
+    fields = [
+        "decode_rank_tokens_per_s",
+        "decode_request_tokens_per_s",
+        "prefill_s_per_token",
+        "train_s_per_token",
+        "train_fixed_s",
+        "sync_s",
+        "offload_s",
+        "reload_s",
+    ]
+    values = [
+        Sourced(value=0.0, source="abc"),
+        Dist(median=1.0, sigma=5.0, min=0.0, max=2.0, source="abc"),
+        CostModel.model_validate(dict.fromkeys(fields, S)),
+        WorkloadModel(turns=Dist(median=3.0, source="paper")),
+        DevicesSpec(count=1),
+        PolicySpec(mode="timeshare"),
+    ]
+    for value in values:
+        name = next(iter(type(value).model_fields))
+        with pytest.raises(ValidationError, match="frozen"):
+            setattr(value, name, getattr(value, name))
+        with pytest.raises(ValidationError, match="Extra inputs"):
+            type(value).model_validate({**value.model_dump(), "typo": 1})
+
+
+def test_bounds_of_sources_distributions_and_devices() -> None:
+    from rlsched.sim.params import DevicesSpec
+
+    with pytest.raises(ValidationError, match="at least 3 characters"):
+        Sourced(value=1.0, source="ab")
+    with pytest.raises(ValidationError, match="at least 3 characters"):
+        Dist(median=1.0, source="ab")
+    for bad in ({"sigma": 5.1}, {"min": -0.5}, {"max": 0.0}):
+        with pytest.raises(ValidationError):
+            Dist.model_validate({"median": 1.0, "source": "paper", **bad})
+    assert DevicesSpec(count=1).gpus_per_rank == 1
+    assert DevicesSpec(count=4, gpus_per_rank=4).count == 4
+    for bad in ({"count": 0}, {"count": 2, "gpus_per_rank": 0}, {"count": 2.0}):
+        with pytest.raises(ValidationError):
+            DevicesSpec.model_validate(bad)

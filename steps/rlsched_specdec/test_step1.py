@@ -96,3 +96,10 @@ def test_draft_length_grows_on_full_acceptance_and_shrinks_on_rejection_within_b
         length.update(2, 3)
     with pytest.raises(ValueError, match="k_init"):
         DraftLength(k_init=9, k_min=1, k_max=8)
+
+
+def test_defaults_are_the_designed_ones() -> None:
+    drafter = GroupDrafter()
+    assert (drafter.min_ngram, drafter.max_ngram, drafter.max_candidates) == (1, 4, 64)
+    length = DraftLength()
+    assert (length.k, length.k_min, length.k_max) == (4, 1, 8)

@@ -91,3 +91,20 @@ def test_vllm_speculative_config_refuses_bad_settings_by_name() -> None:
         vllm_speculative_config("suffix", 4, min_token_prob=1.5)
     # the other method's settings are neither checked nor passed
     assert "prompt_lookup_max" not in vllm_speculative_config("suffix", 4, max_ngram=0)
+
+
+def test_vllm_settings_default_to_the_designed_values() -> None:
+    assert vllm_speculative_config("ngram", 3) == {
+        "method": "ngram",
+        "num_speculative_tokens": 3,
+        "prompt_lookup_min": 1,
+        "prompt_lookup_max": 4,
+    }
+    assert vllm_speculative_config("suffix", 5) == {
+        "method": "suffix",
+        "num_speculative_tokens": 5,
+        "suffix_decoding_max_tree_depth": 24,
+        "suffix_decoding_max_cached_requests": 10000,
+        "suffix_decoding_max_spec_factor": 1.0,
+        "suffix_decoding_min_token_prob": 0.1,
+    }

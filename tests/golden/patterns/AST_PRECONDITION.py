@@ -1,14 +1,22 @@
 # Golden rendering of the AST_PRECONDITION example, checked by tests/test_patterns.py.
 # Regenerate with DD_UPDATE_GOLDEN=1 after a deliberate template change.
 
-import reprlib
+from golden import _checks as check
 
 
-def check(ranks, gpus):
+def example(ranks, gpus):
     """Run the example of AST_PRECONDITION."""
     # AST: AST_PRECONDITION(len(ranks) == len(gpus))
-    if not (len(ranks) == len(gpus)):
-        raise AssertionError(
-            "AST_PRECONDITION violated in Golden.check (design/golden.md:3): expected len(ranks) "
-            f"== len(gpus) (where ranks={reprlib.repr(ranks)}, gpus={reprlib.repr(gpus)})"
-        )
+    check.precondition(len(ranks) == len(gpus), at=_AT[3])
+
+
+# Where each check above is written: by spec and document line, what the check expects
+# and the label of each value its failure message shows.
+_AT = check.sites(
+    "design/golden.md",
+    {
+        "Golden.check": {
+            3: ("len(ranks) == len(gpus)", "ranks", "gpus"),
+        },
+    },
+)

@@ -1,15 +1,22 @@
 # Golden rendering of the VAL_DISJOINT example, checked by tests/test_patterns.py.
 # Regenerate with DD_UPDATE_GOLDEN=1 after a deliberate template change.
 
-import reprlib
+from golden import _checks as check
 
 
-def check(rollout_gpus, train_gpus):
+def example(rollout_gpus, train_gpus):
     """Run the example of VAL_DISJOINT."""
     # VAL: VAL_DISJOINT(rollout_gpus, train_gpus)
-    if any(_dd_x in train_gpus for _dd_x in rollout_gpus):
-        _dd_common = [_dd_x for _dd_x in rollout_gpus if _dd_x in train_gpus]
-        raise ValueError(
-            "VAL_DISJOINT failed in Golden.check (design/golden.md:3): expected rollout_gpus and "
-            f"train_gpus to share no item (where common={reprlib.repr(_dd_common)})"
-        )
+    check.disjoint(rollout_gpus, train_gpus, at=_AT[3])
+
+
+# Where each check above is written: by spec and document line, what the check expects
+# and the label of each value its failure message shows.
+_AT = check.sites(
+    "design/golden.md",
+    {
+        "Golden.check": {
+            3: ("rollout_gpus and train_gpus to share no item", "common"),
+        },
+    },
+)

@@ -1,20 +1,27 @@
 # Golden rendering of the VAL_INT_RANGE example, checked by tests/test_patterns.py.
 # Regenerate with DD_UPDATE_GOLDEN=1 after a deliberate template change.
 
-import reprlib
+from golden import _checks as check
 
 
-def check(target_gpus, num_gpus):
+def example(target_gpus, num_gpus):
     """Run the example of VAL_INT_RANGE."""
     # VAL: VAL_INT_RANGE(target_gpus, min=0, max=num_gpus - 1, each=True)
-    for _dd_item in target_gpus:
-        if (
-            isinstance(_dd_item, bool)
-            or not isinstance(_dd_item, int)
-            or not 0 <= _dd_item <= (num_gpus - 1)
-        ):
-            raise ValueError(
-                "VAL_INT_RANGE failed in Golden.check (design/golden.md:3): expected every item "
-                "of target_gpus to be an int in [0, num_gpus - 1] (where "
-                f"item={reprlib.repr(_dd_item)}, num_gpus - 1={reprlib.repr(num_gpus - 1)})"
-            )
+    check.int_range(target_gpus, min=0, max=num_gpus - 1, each=True, at=_AT[3])
+
+
+# Where each check above is written: by spec and document line, what the check expects
+# and the label of each value its failure message shows.
+_AT = check.sites(
+    "design/golden.md",
+    {
+        "Golden.check": {
+            3: (
+                "every item of target_gpus to be an int in [0, num_gpus - 1]",
+                "item",
+                None,
+                "num_gpus - 1",
+            ),
+        },
+    },
+)

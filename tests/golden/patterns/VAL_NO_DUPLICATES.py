@@ -1,17 +1,22 @@
 # Golden rendering of the VAL_NO_DUPLICATES example, checked by tests/test_patterns.py.
 # Regenerate with DD_UPDATE_GOLDEN=1 after a deliberate template change.
 
-import reprlib
+from golden import _checks as check
 
 
-def check(target_gpus):
+def example(target_gpus):
     """Run the example of VAL_NO_DUPLICATES."""
     # VAL: VAL_NO_DUPLICATES(target_gpus)
-    if len(set(target_gpus)) != len(target_gpus):
-        _dd_duplicates = [
-            _dd_x for _dd_x in dict.fromkeys(target_gpus) if list(target_gpus).count(_dd_x) > 1
-        ]
-        raise ValueError(
-            "VAL_NO_DUPLICATES failed in Golden.check (design/golden.md:3): expected no "
-            f"duplicate items in target_gpus (where duplicates={reprlib.repr(_dd_duplicates)})"
-        )
+    check.no_duplicates(target_gpus, at=_AT[3])
+
+
+# Where each check above is written: by spec and document line, what the check expects
+# and the label of each value its failure message shows.
+_AT = check.sites(
+    "design/golden.md",
+    {
+        "Golden.check": {
+            3: ("no duplicate items in target_gpus", "duplicates"),
+        },
+    },
+)

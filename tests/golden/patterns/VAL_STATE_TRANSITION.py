@@ -1,16 +1,27 @@
 # Golden rendering of the VAL_STATE_TRANSITION example, checked by tests/test_patterns.py.
 # Regenerate with DD_UPDATE_GOLDEN=1 after a deliberate template change.
 
-import reprlib
+from golden import _checks as check
 
 
-def check(state, new_state, TRANSITIONS):
+def example(state, new_state, TRANSITIONS):
     """Run the example of VAL_STATE_TRANSITION."""
     # VAL: VAL_STATE_TRANSITION(state, new_state, TRANSITIONS)
-    if new_state not in TRANSITIONS.get(state, ()):
-        raise ValueError(
-            "VAL_STATE_TRANSITION failed in Golden.check (design/golden.md:3): expected "
-            "TRANSITIONS to allow the transition state -> new_state (where "
-            f"state={reprlib.repr(state)}, new_state={reprlib.repr(new_state)}, "
-            f"allowed={reprlib.repr(TRANSITIONS.get(state, ()))})"
-        )
+    check.transition(state, new_state, TRANSITIONS, at=_AT[3])
+
+
+# Where each check above is written: by spec and document line, what the check expects
+# and the label of each value its failure message shows.
+_AT = check.sites(
+    "design/golden.md",
+    {
+        "Golden.check": {
+            3: (
+                "TRANSITIONS to allow the transition state -> new_state",
+                "state",
+                "new_state",
+                "allowed",
+            ),
+        },
+    },
+)
