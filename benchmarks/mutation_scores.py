@@ -110,6 +110,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--docs", nargs="*", default=None)
+    parser.add_argument("--only", nargs="*", default=None, help="steps as DOC#N")
     parser.add_argument("--out", type=Path, default=ROOT / "benchmarks" / "mutation_scores.json")
     parser.add_argument("--record", action="store_true")
     parser.add_argument("--table", action="store_true", help="print the table of --out only")
@@ -124,6 +125,8 @@ def main() -> None:
                 continue
             for step in doc.steps:
                 if step.status is not StepStatus.done or (doc.path, step.number) in done:
+                    continue
+                if args.only and f"{doc.path}#{step.number}" not in args.only:
                     continue
                 row = score_step(project, doc, step, args)
                 results.append(row)

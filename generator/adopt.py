@@ -233,11 +233,11 @@ def _add_revision(doc_text: str, doc: Document, row: str) -> str:
 
 def _traced(doc_path: str):  # type: ignore[no-untyped-def]
     """Generated text without what merely traces it to its document: the hash line and the
-    document line numbers (in `# dd-source:` markers, check messages, check calls' sites and the
-    `_AT` table's keys), which move when an adopted block changes length."""
+    document line numbers (in `# dd-source:` markers, check messages, and the sites of generated
+    check calls with their table), which move when an adopted block changes length."""
     numbers = re.compile(re.escape(doc_path) + r":\d+")
-    sites = re.compile(r"\b_AT\[\d+\]")  # a check call's site, keyed by its document line
-    keys = re.compile(r"^(\s+)\d+(: \()", re.MULTILINE)  # the keys of the `_AT` table
+    sites = re.compile(r"\b_AT\[\d+\]")  # a generated check call's site: its document line
+    site_keys = re.compile(r"^(\s+)\d+:", re.MULTILINE)  # the keys of the module's site table
 
     def normal(text: str) -> str:
         kept = [
@@ -245,9 +245,9 @@ def _traced(doc_path: str):  # type: ignore[no-untyped-def]
             for line in text.splitlines(keepends=True)
             if not line.startswith(markers.HASH_PREFIX)
         ]
-        code, table, rest = "".join(kept).partition("\n_AT = ")
-        code = sites.sub("_AT[N]", numbers.sub(f"{doc_path}:N", code))
-        return code + table + keys.sub(r"\1N\2", rest)
+        text = sites.sub("_AT[N]", numbers.sub(f"{doc_path}:N", "".join(kept)))
+        head, table, tail = text.partition("\n_AT = ")
+        return head + table + site_keys.sub(r"\1N:", tail) if table else text
 
     return normal
 

@@ -53,8 +53,11 @@ def start_ray(num_gpus: int = 4) -> None:
 assert EXAMPLE["scheduler"]["mode"] == "timeshare"
 
 
-def make_driver(cfg: RunConfig, env_kwargs: dict[str, Any] | None = None) -> Any:
-    """A Driver over fresh worker actors (one per device) and an environment pool."""
+def make_driver(
+    cfg: RunConfig, env_kwargs: dict[str, Any] | None = None, spawn: bool = False
+) -> Any:
+    """A Driver over fresh worker actors (one per device) and an environment pool; with
+    `spawn`, lost workers are replaced by new actors for the same device."""
     import ray
 
     from rlsched.envs.base import StepLatency, resolve_env
@@ -67,14 +70,43 @@ def make_driver(cfg: RunConfig, env_kwargs: dict[str, Any] | None = None) -> Any
     tok = load_tokenizer(cfg.model, env_cls.words)
     allowed = action_token_ids(tok, env_cls.actions)
     cls = ray.remote(DeviceWorker).options(num_gpus=1, num_cpus=0, max_concurrency=40)
-    workers = [
-        cls.remote(d, cfg.model, tok.get_vocab_size(), cfg.train, 1.0, allowed, 0, 32)
-        for d in range(cfg.num_devices)
-    ]
+
+    def new_worker(device: int) -> Any:
+        return cls.remote(device, cfg.model, tok.get_vocab_size(), cfg.train, 1.0, allowed, 0, 32)
+
+    workers = [new_worker(d) for d in range(cfg.num_devices)]
     kwargs = cfg.env.kwargs if env_kwargs is None else env_kwargs
     envpool = (
         ray.remote(EnvPool)
         .options(num_cpus=0, max_concurrency=64)
         .remote(cfg.env.name, kwargs, StepLatency("fixed", 0.0), 0)
     )
-    return Driver(cfg, workers, envpool, tok, allowed, Recorder(cfg.num_devices))
+    recorder = Recorder(cfg.num_devices)
+    return Driver(
+        cfg, workers, envpool, tok, allowed, recorder, spawn=new_worker if spawn else None
+    )
+
+
+def kill_on(driver: Any, kind: type, device: int | None = None) -> list[Any]:
+    """Kill a worker the moment the driver is about to execute the first command of type
+    `kind` (touching `device`, if given): the device's actor for Offload, Reload and
+    SyncWeights, the step's first device for Train. Returns the list the killed command is
+    appended to (empty until it happened)."""
+    import ray
+
+    killed: list[Any] = []
+
+    def on_command(command: Any) -> None:
+        if killed or not isinstance(command, kind):
+            return
+        devices = getattr(command, "devices", ())
+        if device is not None and device not in devices:
+            return
+        target = device if device is not None else devices[0]
+        if target in driver.lost:
+            return
+        ray.kill(driver.workers[target], no_restart=True)
+        killed.append(command)
+
+    driver.on_command = on_command
+    return killed

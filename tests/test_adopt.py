@@ -109,14 +109,14 @@ def test_an_edited_check_block_is_refused_with_its_line(
     project: Path, dd: Callable[..., Result]
 ) -> None:
     text = (project / CODE).read_text()
-    raise_line = next(
+    check_line = next(
         i + 1 for i, line in enumerate(text.splitlines()) if "check.non_empty(" in line
     )
-    edit(project, "check.non_empty(target_gpus,", "check.non_empty(list(target_gpus),")
+    edit(project, "check.non_empty(target_gpus,", "check.non_empty(target_gpus[1:],")
     before = snapshot(project)
     result = dd(project, "adopt", f"{CODE}:GpuPool.shrink_sampler")
     assert result.exit_code == 1
-    assert f"{CODE}:{raise_line}: edited inside the expanded check of" in result.output
+    assert f"{CODE}:{check_line}: edited inside the expanded check of" in result.output
     assert (
         "VAL_NON_EMPTY(target_gpus)" in result.output and "change the annotation" in result.output
     )
@@ -176,13 +176,5 @@ def test_a_longer_block_moves_only_the_line_numbers(
         (a, b) for a, b in zip(edited.splitlines(), after.splitlines(), strict=True) if a != b
     ]
     assert differ[0][0].startswith("# dd-hash:")
-
-    def moved(line: str, n: int) -> str:  # the annotation's line: in a message, a site, a key
-        return (
-            line.replace(f"{DOC}:{n})", "")
-            .replace(f"_AT[{n}]", "_AT[]")
-            .replace(f" {n}: (", " : (")
-        )
-
-    for a, b in differ[1:]:
-        assert moved(a, 54) == moved(b, 56), (a, b)
+    # the rest differ only in the document line of the check: its site and the site table
+    assert differ[1:] and all(a.replace("54", "56") == b for a, b in differ[1:]), differ

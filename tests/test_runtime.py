@@ -155,9 +155,53 @@ def test_a_killed_rollout_actor_loses_no_request(cluster: None) -> None:
 
     driver = run_training(cfg, 3, on_ready=on_ready)
     assert killed, "the actor was never killed mid-rollout"
-    assert driver.lost == {0} and driver.core.stats.devices_lost == 1
-    assert driver.counters["workers_lost"] == 1 and driver.core.stats.migrated > 0
+    assert driver.core.stats.devices_lost == 1 and driver.core.stats.migrated > 0
+    assert driver.counters["workers_lost"] == 1
+    # replaced (run.worker_restarts): back in the pool, or its replacement still starting
+    recovered = driver.core.stats.devices_recovered
+    assert (recovered, driver.lost) in ((1, set()), (0, {0}))
     assert len(driver.recorder.rows) == 3
+    check_accounting(driver, 3)
+
+
+KILL_MOMENTS = {
+    "shrink": ("Offload", 1),  # the training device's offload: mid-shrink
+    "expand": ("Reload", 1),  # its reload after training: mid-expand
+    "sync": ("SyncWeights", 1),  # the weights sent to it after training
+    "train": ("Train", None),  # the training step itself
+}
+
+
+@pytest.mark.parametrize("moment", sorted(KILL_MOMENTS))
+def test_the_training_device_killed_at_each_moment_is_replaced(cluster: None, moment: str) -> None:
+    """The bundled two-device layout (device 1 trains, the only training device): its actor is
+    killed the moment the driver issues the command (not after a sleep). The device is
+    replaced, rejoins through the core's recovery path, and the run completes its steps with
+    every trajectory accounted for."""
+    import rlsched.core.commands as commands
+
+    sys.path.insert(0, str(REPO / "steps"))
+    from runtime_parts import kill_on
+
+    name, device = KILL_MOMENTS[moment]
+    killed: list[Any] = []
+    notes: list[str] = []
+
+    def on_ready(driver: Any) -> None:
+        killed.append(kill_on(driver, getattr(commands, name), device))
+        driver.notify = notes.append
+
+    driver = run_training(config(**SMALL), 3, on_ready=on_ready)
+    assert len(killed[0]) == 1, f"no {name} command was issued"
+    stats = driver.core.stats
+    assert stats.devices_lost == 1 and stats.devices_recovered == 1, notes
+    assert driver.lost == set() and len(driver.rejoin_s) == 1
+    assert any(n.startswith("device 1: worker lost (") for n in notes)
+    if moment == "shrink":
+        assert stats.shrinks_rolled_back >= 1
+    if moment == "train":
+        assert stats.train_steps_failed == 1
+    assert driver.summary["rejoin_s"] == [round(driver.rejoin_s[0], 3)]
     check_accounting(driver, 3)
 
 
@@ -169,6 +213,9 @@ def test_failing_and_hanging_environments_end_their_trajectories(cluster: None) 
     }
     driver = run_training(config(scheduler=SMALL["scheduler"], env=env), 3)
     assert driver.counters["env_failed"] > 0 and driver.counters["env_step_timeouts"] > 0
+    # counted apart in the core too (0.4.0: a raising environment is no timeout)
+    assert driver.core.stats.env_failures == driver.counters["env_failed"]
+    assert driver.core.stats.env_timeouts == driver.counters["env_step_timeouts"]
     acct = check_accounting(driver, 3)
     assert acct["failed_trained"] > 0
     assert sum(r["failed"] for r in driver.recorder.rows) == acct["failed_trained"]
@@ -219,11 +266,68 @@ def test_ctrl_c_stops_cleanly_and_leaves_no_ray_process(tmp_path: Path) -> None:
     assert left == []
 
 
+FAULT_SCRIPT = """
+import os, sys
+sys.path.insert(0, {steps!r})
+os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+import copy
+from rlsched.core.commands import Train
+from rlsched.runtime.cluster import run_training
+from rlsched.runtime.config import EXAMPLE, load_run_config
+from rlsched.runtime.errors import RunError
+from runtime_parts import kill_on
+data = copy.deepcopy(EXAMPLE)
+data["run"].update(eval_episodes=0, worker_restarts={restarts})
+data["scheduler"].update(train_batch_size=16, group_size=4, max_turns=8, max_tokens=256)
+data["env"]["kwargs"] = {{"size": 3, "max_steps": 6}}
+try:
+    driver = run_training(load_run_config(data), 2, on_ready=lambda d: kill_on(d, Train))
+    print("completed", driver.core.stats.devices_recovered, driver.accounting()["trained"])
+except RunError as exc:
+    print("stopped:", exc)
+"""
+
+
+@pytest.mark.parametrize("restarts", [1, 0])
+def test_a_killed_training_device_leaves_no_ray_process(restarts: int) -> None:
+    """A run that starts its own Ray: with a restart, the run completes; without one, it stops
+    at once with one line naming the lost device. Either way no Ray process is left."""
+    script = FAULT_SCRIPT.format(steps=str(REPO / "steps"), restarts=restarts)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", script],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+        env={**os.environ, "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER": "0"},
+    )
+    try:
+        stdout, stderr = proc.communicate(timeout=600)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 0, stderr[-3000:]
+    last = stdout.splitlines()[-1]
+    if restarts:
+        assert last == "completed 1 32", stdout
+    else:
+        assert last.startswith("stopped: run stalled: no device can make progress"), stdout
+        assert "device 1 lost (" in last
+    deadline = time.monotonic() + 30
+    while True:  # Ray's processes exit after the driver: wait until they did, bounded
+        ps = subprocess.run(["ps", "-eo", "sid=,pid=,comm="], capture_output=True, text=True)
+        left = [line for line in ps.stdout.splitlines() if line.split()[0] == str(proc.pid)]
+        if not left or time.monotonic() > deadline:
+            break
+        time.sleep(0.5)
+    assert left == []
+
+
 @pytest.mark.parametrize(
     "path", sorted((REPO / "examples" / "run").glob("*.yaml")), ids=lambda p: p.stem
 )
 def test_shipped_run_configs_load(path: Path) -> None:
-    """`rlsched check-config` knows scheduler and simulator configs; run configs live in
-    examples/run/ and are checked here with the runtime's own loader."""
+    """Run configs live in examples/run/; the runtime's own loader takes each (`rlsched
+    check-config` does too: steps/rlsched_cli/test_step2.py)."""
     cfg = load_run_config(path)
     assert cfg.run.steps >= 1 and cfg.env.name

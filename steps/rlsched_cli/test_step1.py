@@ -54,6 +54,16 @@ def test_lazy_command_runs_through_the_group_and_its_listed_help_is_its_own() ->
         assert command.get_short_help_str(limit=200) == line
 
 
+def test_h_is_help_everywhere() -> None:
+    from click.testing import CliRunner
+
+    from rlsched.cli import cli
+
+    for args in (["-h"], ["check-config", "-h"], ["shrink-plan", "-h"], ["sim", "-h"]):
+        out = CliRunner().invoke(cli, args)
+        assert out.exit_code == 0 and "Usage:" in out.output, (args, out.output)
+
+
 def test_a_command_without_its_extra_is_refused_in_one_line_naming_it() -> None:
     import subprocess
     import sys

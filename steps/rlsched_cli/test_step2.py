@@ -36,7 +36,9 @@ def test_every_problem_is_reported_with_its_key_path(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["check-config", str(bad)])
     assert result.exit_code == 1
     lines = result.output.splitlines()
-    assert any(line.startswith(f"{bad}: scheduler.migrate:") for line in lines)
+    assert (
+        f"{bad}:2:81: scheduler.migrate: unknown key 'migrate'; did you mean 'migration'?" in lines
+    )
     assert not any(line.endswith(": ok") for line in lines)
 
 
@@ -56,7 +58,7 @@ def test_simulator_config_problems_are_listed_with_key_paths(tmp_path: Path) -> 
     )
     result = CliRunner().invoke(cli, ["check-config", str(bad)])
     assert result.exit_code == 1
-    assert f"{bad}: cost.decode_rank_tokens_per_s: Field required" in result.output
+    assert f"{bad}:3:1: cost.decode_rank_tokens_per_s: Field required" in result.output
 
 
 def test_invalid_yaml_is_a_problem_not_a_traceback(tmp_path: Path) -> None:
@@ -64,8 +66,28 @@ def test_invalid_yaml_is_a_problem_not_a_traceback(tmp_path: Path) -> None:
     bad.write_text("devices: {count: 4\nscheduler: [\n")
     result = CliRunner().invoke(cli, ["check-config", str(bad)])
     assert result.exit_code == 1
-    assert result.output.startswith(f"{bad}: <root>: not valid YAML at line ")
+    assert result.output.startswith(f"{bad}:2:")
+    assert ": not valid YAML: " in result.output and len(result.output.splitlines()) == 1
     assert result.exception is None or isinstance(result.exception, SystemExit)
+
+
+RUN_EXAMPLES = sorted((Path(__file__).resolve().parents[2] / "examples" / "run").glob("*.yaml"))
+
+
+@pytest.mark.parametrize("path", RUN_EXAMPLES, ids=[p.stem for p in RUN_EXAMPLES])
+def test_every_shipped_run_config_is_accepted_and_described(path: Path) -> None:
+    result = CliRunner().invoke(cli, ["check-config", str(path)])
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith(f"{path}: ok")
+    assert "  rollout engine " in result.output and "  run " in result.output
+
+
+def test_a_run_config_problem_names_its_line_and_the_key_meant(tmp_path: Path) -> None:
+    bad = tmp_path / "run.yaml"
+    bad.write_text("devices: {count: 2, train: 1}\nrun:\n  step: 3\n")
+    result = CliRunner().invoke(cli, ["check-config", str(bad)])
+    assert result.exit_code == 1
+    assert result.output == f"{bad}:3:3: run.step: unknown key 'step'; did you mean 'steps'?\n"
 
 
 def test_a_file_that_is_not_a_mapping_or_not_yaml_is_one_clear_line(tmp_path: Path) -> None:
@@ -74,12 +96,12 @@ def test_a_file_that_is_not_a_mapping_or_not_yaml_is_one_clear_line(tmp_path: Pa
     result = CliRunner().invoke(cli, ["check-config", str(listed)])
     assert (result.exit_code, result.output) == (
         1,
-        f"{listed}: <root>: expected a mapping, got list\n",
+        f"{listed}:1:1: <root>: expected a mapping, got list\n",
     )
     broken = tmp_path / "broken.yaml"
     broken.write_text("devices:\n  count: [1\n")
     result = CliRunner().invoke(cli, ["check-config", str(broken)])
     assert result.exit_code == 1
-    assert result.output.startswith(f"{broken}: <root>: not valid YAML at line 3, column 1: ")
+    assert result.output.startswith(f"{broken}:3:1: not valid YAML: ")
     directory = CliRunner().invoke(cli, ["check-config", str(tmp_path)])
     assert directory.exit_code == 2 and "is a directory" in directory.output

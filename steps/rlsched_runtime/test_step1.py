@@ -46,3 +46,24 @@ def test_errors_name_the_key_path(patch: dict, message: str) -> None:
 def test_a_non_mapping_is_an_error_at_the_root() -> None:
     with pytest.raises(ConfigError, match="<root>"):
         load_run_config("- a list")
+
+
+def test_fault_settings_default_and_are_checked() -> None:
+    cfg = load_run_config(None)
+    assert (cfg.run.worker_restarts, cfg.run.train_retries) == (2, 2)
+    with pytest.raises(ConfigError, match="run.train_retries"):
+        load_run_config({**EXAMPLE, "run": {"train_retries": -1}})
+
+
+def test_preflight_refuses_a_vllm_engine_without_a_gpu() -> None:
+    import torch
+
+    from rlsched.runtime.config import preflight
+
+    assert preflight(load_run_config(None)) == []
+    problems = preflight(load_run_config({**EXAMPLE, "rollout": {"engine": "vllm"}}))
+    if not torch.cuda.is_available():
+        assert problems == [
+            "rollout.engine: vllm needs a CUDA GPU and none is usable here "
+            "(use engine: kv)"
+        ]

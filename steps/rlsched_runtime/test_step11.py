@@ -10,10 +10,12 @@ from runtime_parts import make_driver, start_ray, tiny
 from rlsched.core.commands import Dispatch, StartEnvStep
 from rlsched.core.events import (
     EnvStepDone,
+    EnvStepFailed,
     EnvStepTimedOut,
     OffloadDone,
     RequestFinished,
     WorkerLost,
+    WorkerRecovered,
 )
 
 
@@ -54,10 +56,12 @@ def test_answers_env_faults_and_a_lost_worker(cluster: None) -> None:
         driver._start_env_step(StartEnvStep(0, turn, driver.now() + 30.0))
         [event] = answer(driver, "env")
         outcomes.append(type(event))
-        if isinstance(event, EnvStepTimedOut) or event.done:
+        if isinstance(event, EnvStepFailed) or event.done:
             break
-    if EnvStepTimedOut in outcomes:
+    assert EnvStepTimedOut not in outcomes  # a raising environment is no timeout (0.4.0)
+    if EnvStepFailed in outcomes:
         assert driver.counters["env_failed"] == 1 and driver.store.records[0].failed
+        assert driver.counters["env_step_timeouts"] == 0
     else:
         assert all(o is EnvStepDone for o in outcomes)
     driver._device_op("offload", 1, 3)
@@ -106,3 +110,51 @@ def test_an_expand_is_measured_even_when_its_device_shrinks_again_in_the_same_ev
     pool.mark_lost(2)
     driver._observe_pool()
     assert len(driver._window["expand_s"]) == 1 and not driver._expanding
+
+
+def test_a_lost_worker_is_replaced_and_its_old_answers_are_dropped(cluster: None) -> None:
+    """The replacement's first answer (its engine asleep) is the device's WorkerRecovered;
+    the dead actor's calls sent before are dropped by epoch, the new actor serves."""
+    driver = make_driver(tiny(run={"worker_restarts": 1}), spawn=True)
+    ids = start_group(driver)
+    old = driver.workers[0]
+    ray.kill(old, no_restart=True)
+    driver._dispatch(Dispatch(0, 0, 0, 0, 0, len(ids), 0, 4, 0, None))
+    driver._device_op("offload", 0, 7)  # sent to the dead actor before its loss is seen
+    [(ref, pending)] = [(r, p) for r, p in driver._pending.items() if p.kind == "gen"]
+    del driver._pending[ref]
+    ray.wait([ref], timeout=30)
+    lost = driver._answer(ref, pending)
+    assert [type(e) for e in lost] == [WorkerLost] and driver.lost == {0}
+    assert driver.restarts[0] == 1 and 0 in driver._respawning
+    assert "ActorDiedError" in driver.causes[0] or "Actor" in driver.causes[0]
+    # the offload sent to the dead actor: answered (an error) but dropped, not a second loss
+    [(ref, pending)] = [(r, p) for r, p in driver._pending.items() if p.kind == "offload"]
+    del driver._pending[ref]
+    ray.wait([ref], timeout=30)
+    assert driver._answer(ref, pending) == [] and driver.counters["workers_lost"] == 1
+    [event] = answer(driver, "respawn")
+    assert isinstance(event, WorkerRecovered) and event.device == 0
+    assert driver.workers[0] is not old and driver.lost == set() and not driver._respawning
+    assert len(driver.rejoin_s) == 1 and driver.rejoin_s[0] > 0
+    assert [s.kind for s in driver.recorder.spans if s.device == 0] == ["rollout", "lost"]
+    assert ray.get(driver.workers[0].ping.remote(), timeout=30) == 0
+
+
+def test_restarts_are_bounded_and_training_failures_stop_the_run(cluster: None) -> None:
+    from rlsched.runtime.errors import TrainingFailed
+
+    driver = make_driver(tiny(run={"worker_restarts": 0, "train_retries": 1}), spawn=True)
+    notes: list[str] = []
+    driver.notify = notes.append
+    ray.kill(driver.workers[1], no_restart=True)
+    driver._device_op("offload", 1, 3)
+    assert [type(e) for e in answer(driver, "offload")] == [WorkerLost]
+    assert not driver._respawning and driver.restarts[1] == 0  # no restart left
+    line = driver._stall_line("no device can make progress")
+    assert line.startswith("run stalled: no device can make progress; device 1 lost (")
+    assert "restarts used 0 of 0" in line and "\n" not in line
+    driver._train_attempt_failed(4, "ValueError: bad batch")
+    assert notes == ["training step 4 failed (ValueError: bad batch); retry 1 of 1"]
+    with pytest.raises(TrainingFailed, match="training failed 2 times in a row"):
+        driver._train_attempt_failed(4, "ValueError: bad batch")

@@ -35,3 +35,81 @@ def test_two_timeshare_steps_with_shrink_and_expand_account_for_every_trajectory
         driver.core.check_invariants()
     finally:
         ray.shutdown()
+
+
+def test_losing_the_only_training_device_costs_a_retry_not_the_run() -> None:
+    """Two devices, device 1 trains: its actor is killed as the first Train is issued. The
+    step fails once, a replacement rejoins through the core's recovery path and trains, and
+    every trajectory is accounted for."""
+    from runtime_parts import kill_on
+
+    from rlsched.core.commands import Train
+
+    start_ray()
+    try:
+        driver = make_driver(tiny(), spawn=True)
+        notes: list[str] = []
+        driver.notify = notes.append
+        killed = kill_on(driver, Train)
+        rows = driver.run(2)
+        assert len(killed) == 1 and killed[0].devices == (1,)
+        stats = driver.core.stats
+        assert stats.devices_lost == 1 and stats.devices_recovered == 1
+        assert stats.train_steps == 2 and stats.train_steps_failed == 1
+        assert driver.counters["workers_recovered"] == 1 and driver.lost == set()
+        assert [r["workers_recovered_total"] for r in rows] == [1, 1]
+        assert sum(" failed (device 1 lost); retry 1 of 2" in n for n in notes) == 1, notes
+        assert any(n.startswith("device 1: worker lost (") for n in notes)
+        acct = driver.accounting()
+        assert acct["trained"] == 32
+        assert acct["admitted"] == sum(acct[k] for k in ("trained", "dropped", "live"))
+        driver.core.check_invariants()
+    finally:
+        ray.shutdown()
+
+
+def test_a_stall_is_named_at_once_when_the_lost_device_is_not_replaced() -> None:
+    """The same loss without restarts: the run stops with one line naming the lost device
+    (before: a silent wait for env_timeout_s, then a traceback)."""
+    from runtime_parts import kill_on
+
+    from rlsched.core.commands import Train
+    from rlsched.runtime.errors import RunStalled
+
+    start_ray()
+    try:
+        driver = make_driver(tiny(run={"worker_restarts": 0}), spawn=True)
+        kill_on(driver, Train)
+        with pytest.raises(RunStalled) as info:
+            driver.run(2)
+        line = str(info.value)
+        assert line.startswith("run stalled: no device can make progress: ")
+        assert "lost devices [1]" in line and "; device 1 lost (" in line
+        assert "restarts used 0 of 0" in line and "\n" not in line
+        assert driver.core.stall() is not None and driver.core.in_flight == 0
+        driver.accounting()  # still consistent
+    finally:
+        ray.shutdown()
+
+
+def test_the_environment_pool_dying_ends_the_run_in_one_line() -> None:
+    from rlsched.core.commands import StartEnvStep
+    from rlsched.runtime.errors import RunError
+
+    start_ray()
+    try:
+        driver = make_driver(tiny(), spawn=True)
+        killed: list[object] = []
+
+        def on_command(command: object) -> None:
+            if not killed and isinstance(command, StartEnvStep):
+                ray.kill(driver.envpool, no_restart=True)
+                killed.append(command)
+
+        driver.on_command = on_command
+        with pytest.raises(RunError) as info:
+            driver.run(1)
+        assert killed and str(info.value).startswith("the environment pool died: ")
+        assert "\n" not in str(info.value) and not driver.lost  # no device blamed
+    finally:
+        ray.shutdown()

@@ -25,8 +25,7 @@ def test_a_run_writes_its_outputs_and_leaves_ray_stopped(tmp_path: Path) -> None
     assert files["t.png"].read_bytes()[:4] == b"\x89PNG"
     spans = json.loads(files["t.png"].with_suffix(".trace.json").read_text())["traceEvents"]
     assert {"rollout", "offload", "train"} <= {e["name"] for e in spans}
-    ray_tasks = json.loads(files["t.png"].with_suffix(".ray.json").read_text())
-    assert any("offload" in str(e.get("name", "")) for e in ray_tasks)
+    assert not files["t.png"].with_suffix(".ray.json").exists()  # Ray's own: only when asked
     groups = [json.loads(line) for line in files["trace.jsonl"].read_text().splitlines()]
     assert groups and all(len(g["samples"]) == 4 for g in groups)
     sim = {
@@ -48,3 +47,10 @@ def test_a_run_writes_its_outputs_and_leaves_ray_stopped(tmp_path: Path) -> None
         "workload": {"trace": str(files["trace.jsonl"])},
     }
     assert load_sim_config(sim).workload.trace == files["trace.jsonl"]  # the simulator reads it
+
+
+def test_ray_timeline_when_asked(tmp_path: Path) -> None:
+    png = tmp_path / "t.png"
+    run_training(tiny(), 1, None, None, png, ray_timeline=True)
+    ray_tasks = json.loads(png.with_suffix(".ray.json").read_text())
+    assert any("offload" in str(e.get("name", "")) for e in ray_tasks)

@@ -8,6 +8,7 @@ from click.testing import CliRunner
 from runtime_parts import TINY
 
 from rlsched.runtime.cli import format_row, run
+from rlsched.runtime.config import EXAMPLE, load_run_config
 
 
 def test_run_prints_steps_evaluation_and_accounting(tmp_path: Path) -> None:
@@ -28,7 +29,20 @@ def test_a_bad_config_exits_2_naming_the_key_before_anything_starts(tmp_path: Pa
     config.write_text(yaml.safe_dump({**TINY, "scheduler": {"bogus": 1}, "train": {"lr": 0}}))
     out = CliRunner().invoke(run, [str(config)])
     assert out.exit_code == 2 and not ray.is_initialized()
-    assert f"{config}: scheduler.bogus" in out.output and f"{config}: train.lr" in out.output
+    lines = out.output.splitlines()
+    assert any(
+        line.startswith(f"{config}:") and ": scheduler.bogus: unknown key" in line for line in lines
+    )
+    assert any(line.startswith(f"{config}:") and ": train.lr: " in line for line in lines)
+
+
+def test_a_yaml_syntax_error_is_one_line_with_its_position(tmp_path: Path) -> None:
+    config = tmp_path / "broken.yaml"
+    config.write_text("devices: {count: 2\nscheduler: [\n")
+    out = CliRunner().invoke(run, [str(config)])
+    assert out.exit_code == 2 and not ray.is_initialized()
+    [line] = out.output.splitlines()
+    assert line.startswith(f"{config}:2:") and ": not valid YAML: " in line
 
 
 def test_format_row() -> None:
@@ -45,3 +59,36 @@ def test_format_row() -> None:
     }
     line = format_row(row)
     assert "step   3" in line and "util 80.0%" in line and "expand -" in line and "failed 2" in line
+
+
+def test_print_config_prints_a_config_that_loads_back(tmp_path: Path) -> None:
+    out = CliRunner().invoke(run, ["--print-config"])
+    assert out.exit_code == 0 and yaml.safe_load(out.output) == EXAMPLE
+    assert not ray.is_initialized()
+    config = tmp_path / "tiny.yaml"
+    config.write_text(yaml.safe_dump(TINY))
+    out = CliRunner().invoke(run, [str(config), "--print-config"])
+    assert out.exit_code == 0, out.output
+    resolved = yaml.safe_load(out.output)
+    assert resolved["run"]["worker_restarts"] == 2  # defaults spelled out
+    assert load_run_config(resolved) == load_run_config(TINY)
+
+
+def test_a_vllm_engine_without_a_gpu_is_refused_in_one_line(tmp_path: Path) -> None:
+    import torch
+
+    if torch.cuda.is_available():
+        return  # the refusal is for machines without a GPU
+    config = tmp_path / "vllm.yaml"
+    config.write_text(yaml.safe_dump({**TINY, "rollout": {"engine": "vllm"}}))
+    out = CliRunner().invoke(run, [str(config)])
+    assert out.exit_code == 2 and not ray.is_initialized()
+    message = "rollout.engine: vllm needs a CUDA GPU and none is usable here"
+    assert out.output == f"{config}: {message} (use engine: kv)\n"
+
+
+def test_help_everywhere() -> None:
+    from rlsched.cli import cli
+
+    out = CliRunner().invoke(cli, ["run", "-h"])
+    assert out.exit_code == 0 and "--print-config" in out.output and "--ray-timeline" in out.output

@@ -42,3 +42,16 @@ def test_group_trace_and_forget() -> None:
     assert store.records == {} and not store.mark_failed(0)
     with pytest.raises(ValueError, match="VAL_KEYS_PRESENT"):
         store.group_trace(0, 3)
+
+
+def test_run_errors_are_one_line_and_name_their_cause() -> None:
+    from rlsched.runtime.errors import RunError, RunStalled, TrainingFailed, first_line
+
+    assert issubclass(RunStalled, RunError) and issubclass(TrainingFailed, RunError)
+    assert issubclass(RunError, RuntimeError)
+    exc = RuntimeError("\n\n  The actor died unexpectedly before finishing this task.\n  at x\n")
+    assert (
+        first_line(exc) == "RuntimeError: The actor died unexpectedly before finishing this task."
+    )
+    assert first_line(ValueError()) == "ValueError"
+    assert len(first_line(KeyError("k" * 500))) == 200

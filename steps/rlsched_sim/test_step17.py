@@ -58,6 +58,6 @@ def test_bad_config_lists_every_problem_and_writes_nothing(tmp_path: Path) -> No
     out = tmp_path / "never.json"
     result = CliRunner().invoke(sim, [str(config), "--json", str(out)])
     assert result.exit_code == 1
-    assert f"{config}: policies.a.mode:" in result.output
-    assert f"{config}: cost.sync_s: Field required" in result.output
+    assert f"{config}:2:" in result.output and ": policies.a.mode: " in result.output
+    assert f"{config}:3:1: cost.sync_s: Field required" in result.output
     assert not out.exists()
