@@ -16,13 +16,15 @@ of `--runs`; speed-up is the baseline's time over the drafter's. Prints a Markdo
 
 `--engine` measures the same workload through the rollout engines instead (every request of
 every group submitted at once, `max_batch` 64, as the runtime's device worker drives them):
-* recompute: `TransformersEngine`, the runtime's default (one batched forward per token over
+* recompute: `TransformersEngine`, the recompute engine (one batched forward per token over
   the left-padded full contexts, no KV cache);
 * kv: `SpeculativeEngine` with `drafter: none` (a KV cache per request, one pass per request
   per token);
+* batched, batched+group: `KvEngine` (continuous batching over a KV cache, engines 0.4.0),
+  without drafts or drafting from the group, every request's verification in one batched pass;
 * kv+request, kv+group: `SpeculativeEngine` drafting from the request's own context or from its
   group (Seer's grouped speculative decoding), one pass per request per round.
-Greedy outputs of all four must be identical.
+Greedy outputs of all engines must be identical.
 """
 
 from __future__ import annotations
@@ -43,11 +45,12 @@ from specdec_model import phrase_model, phrases
 
 from rlsched.engines.base import Sampling, SpecSettings
 from rlsched.engines.hf import TransformersEngine
+from rlsched.engines.kv import KvEngine
 from rlsched.engines.speculative import SpeculativeEngine
 from rlsched.specdec.decoder import SpecStats, SpeculativeDecoder
 from rlsched.specdec.drafter import GroupDrafter
 
-ENGINES = ("recompute", "kv", "kv+request", "kv+group")
+ENGINES = ("recompute", "kv", "kv+request", "kv+group", "batched", "batched+group")
 
 
 def run(model, prompts, drafter: str, size: int, tokens: int, temperature: float, seed: int):
@@ -78,6 +81,9 @@ def run_engine(model, prompts, kind: str, size: int, tokens: int, temperature: f
     the engine (for its counters) and the outputs in request order."""
     if kind == "recompute":
         engine = TransformersEngine(model, max_batch=64, seed=seed)
+    elif kind.startswith("batched"):
+        settings = SpecSettings(drafter="group") if kind == "batched+group" else None
+        engine = KvEngine(model, max_batch=64, seed=seed, settings=settings)
     else:
         drafter = {"kv": "none", "kv+request": "request", "kv+group": "group"}[kind]
         settings = SpecSettings(drafter=drafter)

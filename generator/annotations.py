@@ -9,6 +9,7 @@ Only real comments count: text inside strings and docstrings is never an annotat
 
 from __future__ import annotations
 
+import functools
 import io
 import re
 import tokenize
@@ -45,7 +46,8 @@ def parse(text: str) -> tuple[str, str, str] | None:
     return (match.group(1), match.group(2), match.group(3)) if match else None
 
 
-def scan(code: str) -> tuple[list[Comment], int | None]:
+@functools.lru_cache(maxsize=4096)
+def scan(code: str) -> tuple[tuple[Comment, ...], int | None]:
     """Every comment of `code` in order, and the line of the `:` that ends the first `def`'s
     signature (None when `code` defines no function at its top level).
 
@@ -53,7 +55,7 @@ def scan(code: str) -> tuple[list[Comment], int | None]:
     no text of `code` starts like an annotation (the comments are then of no interest: []).
     """
     if _START.search(code) is None:
-        return [], None
+        return (), None
     comments: list[Comment] = []
     header_end: int | None = None
     depth = 0
@@ -72,7 +74,7 @@ def scan(code: str) -> tuple[list[Comment], int | None]:
             depth -= 1
         elif tok.string == ":" and depth == 0 and in_def:
             header_end = tok.start[0]
-    return comments, header_end
+    return tuple(comments), header_end
 
 
 def _tokens(code: str) -> list[tokenize.TokenInfo]:
@@ -90,6 +92,9 @@ def comment_lines(code: str) -> list[int]:
     """Code lines (1-based, in order) of own-line comments that start like an annotation."""
     comments, _ = scan(code)
     return [c.line for c in comments if c.own_line and starts_like_annotation(c.text)]
+
+
+_LEAF_TYPES: dict[type, bool] = {}  # libcst node type -> whether `comment_nodes` skips inside
 
 
 def comment_nodes(module: cst.Module, lines: list[int]) -> dict[int, int]:
@@ -110,7 +115,10 @@ def comment_nodes(module: cst.Module, lines: list[int]) -> dict[int, int]:
             self.found: list[cst.EmptyLine] = []
 
         def on_visit(self, node: cst.CSTNode) -> bool:
-            if isinstance(node, _leaves):  # (a comment inside them is not placeable anyway)
+            leaf = _LEAF_TYPES.get(type(node))
+            if leaf is None:  # an isinstance over ABCs is slow: decided once per node type
+                leaf = _LEAF_TYPES[type(node)] = isinstance(node, _leaves)
+            if leaf:  # (a comment inside them is not placeable anyway)
                 return False
             return super().on_visit(node)
 

@@ -1,5 +1,6 @@
-"""Assemble a module's source from its parts, as libcst trees: the prelude blocks and the
-expanded definitions (each with its `# dd-source:` marker, methods inside their class).
+"""Assemble a module's source from its parts as one libcst tree: the header, the prelude blocks,
+the expanded definitions (each with its `# dd-source:` marker, methods inside their class) and
+the table of its check sites.
 
 `assemble_module` is pure: it takes the trees as data and returns source text whose header (from
 `generator.markers`, as the writer reads it) still carries the placeholder hash; the project
@@ -14,7 +15,7 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from generator import checkmodule, markers
-from generator.patterns import Site
+from generator.checkmodule import Site
 
 
 @dataclass
@@ -60,14 +61,42 @@ def assemble_module(
     if statements:
         first = blocks[0] if blocks else cst.Module(body=[])
         blocks[:1] = [_with_imports(first, statements)]
-    parts = [code for code in (b.code.strip("\n") for b in blocks) if code]
+    tail = (
+        [cst.parse_module(checkmodule.sites_table(document, checks[1]))]
+        if checks and checks[1]
+        else []
+    )
+    body: list[cst.BaseStatement] = []
+    carried: list[cst.EmptyLine] = []  # comments that close a block, kept before what follows
+
+    def add(block: cst.Module) -> None:
+        nonlocal carried
+        statements = list(block.body)
+        lead = [*carried, *_trim_blank(block.header)]
+        if statements:
+            first = statements[0]
+            leading = _spaced([*lead, *first.leading_lines], body)
+            statements[0] = first.with_changes(leading_lines=leading)
+            lead = []
+        body.extend(statements)
+        carried = [*lead, *_trim_blank(block.footer)]
+
+    for block in blocks:
+        add(block)
     for definition in definitions:
-        node = _node(definition, blank_lines=0)
-        parts.append(cst.Module(body=[node]).code.strip("\n"))
-    if checks is not None and checks[1]:
-        parts.append(checkmodule.sites_table(document, checks[1]).strip("\n"))
-    header = markers.header(document, title, width)
-    return header + "\n\n\n".join(parts).strip("\n") + "\n"
+        node = _node(definition, blank_lines=2 if body else 0)
+        body.append(node.with_changes(leading_lines=[*carried, *node.leading_lines]))
+        carried = []
+    for block in tail:
+        add(block)
+    lines = markers.header(document, title, width).splitlines()
+    header = [cst.EmptyLine(indent=False, comment=cst.Comment(line)) for line in lines]
+    return cst.Module(body=body, header=header, footer=carried).code
+
+
+def _spaced(lines: list[cst.EmptyLine], before: list[cst.BaseStatement]) -> list[cst.EmptyLine]:
+    """`lines` after two blank lines when a statement comes before (the formatter settles it)."""
+    return [cst.EmptyLine(), cst.EmptyLine(), *lines] if before else lines
 
 
 def _node(definition: Definition, blank_lines: int) -> cst.BaseCompoundStatement:

@@ -14,9 +14,10 @@ import click
 
 from generator import markers, writer
 from generator.config import load_config
+from generator.init import template_text
 from generator.models import Annotation, DDError, Diagnostic, Loc
 from generator.project import Project
-from generator.steps import StepError, template_text
+from generator.steps import StepError
 
 
 def note(message: str) -> None:
@@ -206,7 +207,7 @@ def _default_package(root: Path, name: str) -> str:
     `dd init` configures the build to install), else the document's NAME."""
     import tomllib
 
-    from generator.steps import package_name
+    from generator.init import package_name
 
     try:
         data = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import click
 
-from generator.adopt import AdoptError, adopt, split_target
 from generator.models import DDError
 from generator.project import Project
 from generator.steps import today
@@ -19,6 +18,8 @@ def adopt_cmd(target: str) -> None:
     """Move a hand edit of a generated file (DD100) into its spec's code block in the design
     document: checks collapsed back to their annotations, a revision-history row added, and the
     document proven to expand to exactly the edited file; otherwise nothing changes."""
+    from generator.adopt import AdoptError, adopt, split_target  # libcst: only when adopting
+
     path, symbol = split_target(target)
     try:
         project = Project.load(Path.cwd())

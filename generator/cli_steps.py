@@ -11,13 +11,15 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import NoReturn
 
 import click
 
+from generator import status as status_view
 from generator import steps as st
 from generator.docedit import set_plan_block
 from generator.gitutil import GitError
+from generator.init import init_project
 from generator.models import DDError, Diagnostic, Document, StepStatus
 from generator.plan import render_dot, render_mermaid
 from generator.project import Project
@@ -107,14 +109,14 @@ def status(as_json: bool, short: bool) -> None:
     listed, never dropped silently)."""
     project = _load()
     with _refusals():
-        data = st.status_data(project)
+        data = status_view.status_data(project)
     unread = project.unread() + project.orphans()
     if as_json:
         data["unread"] = [d.model_dump(mode="json") for d in unread]
         click.echo(json.dumps(data, indent=2))
         sys.exit(1 if unread else 0)
     if short:
-        for line in _short_status(data["docs"]):  # type: ignore[arg-type]
+        for line in status_view.short_lines(data["docs"]):  # type: ignore[arg-type]
             click.echo(line)
         if unread:
             _fail("files that dd cannot account for (see `dd check`)", unread)
@@ -138,28 +140,6 @@ def status(as_json: bool, short: bool) -> None:
         console.print(table)
     if unread:
         _fail("files that dd cannot account for (see `dd check`)", unread)
-
-
-def _short_status(docs: list[dict[str, Any]]) -> list[str]:
-    """The totals over every document's steps, then a line for each document with a step that
-    is not DONE (or no plan), naming those steps."""
-    counts: dict[str, int] = {}
-    for d in docs:
-        for s in d["steps"]:
-            counts[s["status"]] = counts.get(s["status"], 0) + 1
-    total = sum(counts.values())
-    parts = ", ".join(f"{n} {status}" for status, n in sorted(counts.items()))
-    lines = [
-        f"{len(docs)} document(s), {total} step(s): {parts or 'none planned'} (`dd status`: all)"
-    ]
-    for d in docs:
-        open_steps = [s for s in d["steps"] if s["status"] != "DONE"]
-        if not d["steps"]:
-            lines.append(f"  {d['path']} ({d['version']}): no plan (run `dd plan`)")
-        elif open_steps:
-            named = ", ".join(f"Step {s['id']} {s['status']}" for s in open_steps)
-            lines.append(f"  {d['path']} ({d['version']}): {named}")
-    return lines
 
 
 @click.command("next")
@@ -363,7 +343,7 @@ def _prompt_document(project: Project, doc_arg: str | None) -> Document:
 def init() -> None:
     """Scaffold a dd project in the current directory (never overwrites a file)."""
     with _refusals():
-        created = st.init_project(Path.cwd())
+        created = init_project(Path.cwd())
     for path in created:
         click.echo(path)
     click.echo("next: `dd new NAME` (or edit design/), `dd check`, `dd plan`", err=True)

@@ -15,8 +15,9 @@ from dataclasses import dataclass, field
 import libcst as cst
 
 from generator import annotations as grammar
+from generator.checkmodule import Site
 from generator.models import Annotation, DDError, Diagnostic, Loc, Spec
-from generator.patterns import PatternLibrary, Site, render
+from generator.patterns import PatternLibrary, render
 
 _INDENT_UNIT = 4  # rendered pattern code is indented with 4 spaces
 _PLACEHOLDER = cst.SimpleStatementLine(body=[cst.Pass()])  # a check not built (`build=False`)
@@ -73,6 +74,9 @@ _LEAVES = (
 )
 
 
+_LEAF_TYPES: dict[type, bool] = {}
+
+
 class _Expander(cst.CSTTransformer):
     """Inserts rendered statements after annotation comments in function bodies.
 
@@ -97,7 +101,10 @@ class _Expander(cst.CSTTransformer):
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         """Statements hold no block to expand below their own line: their parts are skipped."""
-        if isinstance(node, _LEAVES):
+        leaf = _LEAF_TYPES.get(type(node))
+        if leaf is None:  # an isinstance over ABCs is slow: decided once per node type
+            leaf = _LEAF_TYPES[type(node)] = isinstance(node, _LEAVES)
+        if leaf:
             return False
         return super().on_visit(node)
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from generator.models import DDError, Diagnostic, Loc
 
 TARGET_VERSION = "py311"  # the oldest Python dd supports, so generated code runs where dd runs
-_ROUNDS = 3  # split-and-format rounds; one settles everything dd generates
+_ROUNDS = 3  # format rounds: one, and another for a module whose long strings were split
 
 
 def ruff_binary() -> Path:

@@ -5,11 +5,13 @@ and the document editor find sections through `headings`.
 
 from __future__ import annotations
 
+import functools
 import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    from markdown_it import MarkdownIt
     from markdown_it.token import Token
 
 _BULLET = re.compile(r"^\s*[-*+]\s*")
@@ -57,16 +59,23 @@ class Table:
 Block = Heading | Fence | Item | Table
 
 
+@functools.cache
+def _parser() -> MarkdownIt:
+    """CommonMark with tables, block structure only: dd reads an inline token's raw `content`,
+    never its parsed children, so inline parsing is switched off."""
+    from markdown_it import MarkdownIt
+
+    return MarkdownIt("commonmark").enable("table").disable("inline")
+
+
 def blocks(lines: list[str], blank: int = 0) -> list[Block]:
     """Top-level headings, fences, bullet items and tables of `lines`, in document order.
 
     The first `blank` lines (the front matter) are read as empty lines, so line numbers are
     the file's.
     """
-    from markdown_it import MarkdownIt
-
     body = "\n".join([""] * blank + lines[blank:])
-    tokens = MarkdownIt("commonmark").enable("table").parse(body)
+    tokens = _parser().parse(body)
     found: list[Block] = []
     in_bullets = False
     for index, token in enumerate(tokens):

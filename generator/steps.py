@@ -10,18 +10,21 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import re
 import subprocess
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
+from typing import TYPE_CHECKING
 
-from generator import gitutil, mutate
+from generator import gitutil
 from generator.docedit import insert_plan, set_step_fields
 from generator.models import DDError, Diagnostic, Document, Step, StepStatus
 from generator.plan import derive_plan, render_plan, validate_plan
 from generator.project import Project
 from generator.writer import atomic_write
+
+if TYPE_CHECKING:
+    from generator import mutate  # imported where used: it brings libcst
 
 PLAN_CODES = {f"DD07{i}" for i in range(10)}
 
@@ -279,6 +282,8 @@ def _mutation_gate(
 ) -> mutate.Report:
     """Run the step's mutants; StepError (listing the survivors) below `mutation-floor` (0 turns
     the run off)."""
+    from generator import mutate
+
     floor = project.config.mutation_floor
     try:
         report = mutate.run_mutants(
@@ -355,6 +360,8 @@ def done_step(
     has errors, the work tree has changes outside the step's files, expansion fails or a check
     fails. On any failure the document and generated files are restored byte for byte.
     """
+    from generator import mutate
+
     step = get_step(doc, number)
     git_root = _preflight(project, doc, step, commit)
     root = project.config.root
@@ -420,114 +427,3 @@ def done_step(
 
 
 # --------------------------------------------------------------------------- status
-
-
-def status_data(project: Project) -> dict[str, object]:
-    """`dd status --json`: every document with its steps and each step's commit (by trailer)."""
-    git_root = gitutil.repo_root(project.config.root)
-    commits = gitutil.step_commits(git_root) if git_root else {}
-    docs = []
-    for doc in project.documents:
-        steps = [
-            {
-                "id": s.number,
-                "title": s.title,
-                "status": s.status.value,
-                "depends_on": list(s.depends_on),
-                "methods": list(s.methods),
-                "verify": list(s.verify),
-                "mutation": mutate.score_of(s.verified),
-                # a step reset after a redesign keeps its old commits: show DONE ones only
-                "commit": commits.get(gitutil.step_key(doc.path, s.number))
-                if s.status is StepStatus.done
-                else None,
-            }
-            for s in doc.steps
-        ]
-        docs.append({"path": doc.path, "version": doc.front.version, "steps": steps})
-    return {"docs": docs}
-
-
-# --------------------------------------------------------------------------- init
-
-_GITIGNORE = (
-    "__pycache__/\n*.pyc\n*.egg-info/\n.pytest_cache/\n.ruff_cache/\n.venv/\n*.dd-tmp\n.dd_cache/\n"
-)
-
-
-def template_text() -> str:
-    """design/template.md: shipped in the wheel as generator/_template.md, else the checkout's."""
-    here = Path(__file__).resolve().parent
-    for candidate in (here / "_template.md", here.parent / "design" / "template.md"):
-        if candidate.is_file():
-            return read_text(candidate)
-    raise StepError("design template not found in the dd installation")
-
-
-def package_name(project_name: str) -> str:
-    """The Python package a project named `project_name` generates (`my-tool` -> `my_tool`)."""
-    name = re.sub(r"\W", "_", project_name.strip().replace("-", "_")).lower()
-    return name if name.isidentifier() else f"pkg_{name}"
-
-
-def _pyproject(name: str) -> str:
-    return f"""[build-system]
-requires = ["hatchling>=1.25"]
-build-backend = "hatchling.build"
-
-[project]
-name = "{name}"
-version = "0.1.0"
-requires-python = ">=3.11"
-
-[tool.hatch.build.targets.wheel]
-# The package dd generates (the documents' `package:`); `pip install -e .` installs it.
-packages = ["{package_name(name)}"]
-
-[tool.dd]
-# Where design documents live (every file there is a document, unless excluded).
-docs = ["design"]
-exclude = ["design/template.md"]
-# Project pattern directories (the built-in library is always loaded).
-patterns = ["patterns"]
-# Root that generated module paths are relative to.
-output = "."
-# Per-step acceptance checks named by Section 6.
-steps = "steps"
-# Prompt templates (<NAME>.j2) that override or extend the shipped ones.
-prompts = "prompts"
-# Generated code is formatted by ruff to this line length.
-line-length = 100
-"""
-
-
-def init_project(directory: Path) -> list[str]:
-    """Scaffold a dd project in `directory`: pyproject.toml with [tool.dd], design/template.md,
-    patterns/, steps/, prompts/, a .gitignore, and `git init` when not inside a repository.
-
-    Refuses (StepError, nothing written) when pyproject.toml or design/template.md exists; an
-    existing .gitignore or directory is kept as it is. Returns the paths created.
-    """
-    directory = directory.resolve()
-    name = (
-        "".join(c if c.isalnum() else "-" for c in directory.name).strip("-").lower() or "project"
-    )
-    files = {"pyproject.toml": _pyproject(name), "design/template.md": template_text()}
-    existing = [p for p in files if (directory / p).exists()]
-    if existing:
-        raise StepError(
-            f"refusing to overwrite {', '.join(existing)}: this directory already has a project"
-        )
-    optional = {
-        ".gitignore": _GITIGNORE,
-        **{f"{d}/.gitkeep": "" for d in ("patterns", "steps", "prompts")},
-    }
-    files.update({p: t for p, t in optional.items() if not (directory / p).exists()})
-    created: list[str] = []
-    if gitutil.repo_root(directory) is None:
-        gitutil.git(directory, "init", "-q")
-        created.append(".git/")
-    for rel, text in files.items():
-        atomic_write(directory / rel, text)
-        created.append(rel)
-    return created

@@ -250,3 +250,30 @@ def test_check_without_documents_says_where_it_looked(tmp_path: Path, dd) -> Non
     result = dd(tmp_path, "check")
     assert result.exit_code == 0
     assert "no design documents found under design" in result.output
+
+
+def test_generate_is_a_pure_function_of_documents_and_library(
+    project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`generate` needs the documents and the library only: no project on disk, no git, no
+    cache, nothing written; it gives what `dd expand` writes."""
+    from generator.generate import generate
+    from generator.parser import parse_document
+    from generator.patterns import PatternLibrary
+
+    texts = {
+        p.relative_to(project).as_posix(): p.read_text() for p in (project / "design").glob("*.md")
+    }
+    nowhere = tmp_path / "nowhere"
+    nowhere.mkdir()
+    monkeypatch.chdir(nowhere)  # not a git checkout, no pyproject.toml
+    monkeypatch.setenv("GIT_DIR", str(nowhere / "no-git"))  # any git call would fail
+    documents = []
+    for rel, text in sorted(texts.items()):
+        doc, diags = parse_document(Path("/nonexistent") / rel, rel, text)
+        assert doc is not None and not [d for d in diags if d.severity == "error"]
+        documents.append(doc)
+    files = generate(documents, PatternLibrary.load([]), 100)
+    assert list(nowhere.iterdir()) == []
+    monkeypatch.delenv("GIT_DIR")
+    assert files == Project.load(project).generate()

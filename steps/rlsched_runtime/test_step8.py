@@ -44,3 +44,38 @@ def test_switches_are_drawn_visibly_and_in_order(tmp_path: Path) -> None:
     assert Recorder(1).drawn() == []
     rec.plot(tmp_path / "t.png", "two devices")
     assert (tmp_path / "t.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_jsonl_is_sorted_and_rewritable(tmp_path: Path) -> None:
+    rec = Recorder(1)
+    rec.add_row({"step": 1, "mean_reward": 0.5})
+    path = tmp_path / "m" / "metrics.jsonl"
+    rec.write_jsonl(path)
+    rec.write_jsonl(path)  # a second run into the same directory replaces the file
+    assert path.read_text() == '{"mean_reward": 0.5, "step": 1}\n'
+
+
+def test_plot_draws_each_device_row_and_the_step_marks(tmp_path: Path, monkeypatch) -> None:
+    import matplotlib.pyplot as plt
+
+    from rlsched.runtime.recorder import KIND_COLOURS
+
+    kept = []  # the figure, kept open to read back what was drawn
+    close = plt.close
+    monkeypatch.setattr(plt, "close", kept.append)
+    rec = Recorder(2)
+    rec.span(0, "rollout", 0.0, 1.5)
+    rec.span(1, "offload", 0.2, 0.4)
+    rec.span(1, "train", 0.4, 1.4)
+    rec.span(1, "rollout", 1.4, 2.0)
+    rec.plot(tmp_path / "t.png", "two devices", marks=[1.4])
+    (fig,) = kept
+    (ax,) = fig.axes
+    # one bar collection per (kind, device) that has spans, in that device's row
+    rows = sorted(round(float(c.get_paths()[0].vertices[:, 1].min())) for c in ax.collections)
+    assert rows == [0, 1, 1, 1]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["device 0", "device 1"]
+    assert ax.get_xlabel() == "seconds" and ax.get_title() == "two devices"
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == list(KIND_COLOURS)
+    assert [line.get_xdata()[0] for line in ax.lines if len(line.get_xdata())] == [1.4]
+    close(fig)

@@ -3,7 +3,7 @@
 import pytest
 from pydantic import ValidationError
 
-from rlsched.sim.params import CostModel, Dist, PolicySpec, Sourced
+from rlsched.sim.params import CostModel, Dist, KvSpec, PolicySpec, Sourced
 
 S = {"value": 1.0, "source": "measured"}
 
@@ -39,6 +39,56 @@ def test_cost_model_rejects_unknown_keys_and_defaults_prefix_cache() -> None:
     with pytest.raises(ValidationError, match="decode_rate"):
         CostModel.model_validate({**dict.fromkeys(fields, S), "decode_rate": S})
     assert PolicySpec(mode="timeshare", train=2).scheduler == {}
+
+
+def _kv(**over: float) -> KvSpec:
+    figures = {
+        "layers": 94,
+        "kv_heads": 4,
+        "head_dim": 128,
+        "dtype_bytes": 2,
+        "gpu_memory_gb": 80,
+        "memory_utilization": 0.9,
+        "weights_gb": 470,
+        "activation_gb": 3,
+        "gpu_bandwidth_gb_per_s": 3350,
+        "batch_tokens": 8192,
+        **over,
+    }
+    return KvSpec(**{k: {"value": v, "source": "test figure"} for k, v in figures.items()})
+
+
+def test_kv_capacity_is_derived_from_the_architecture() -> None:
+    kv = _kv()
+    # TP8 over 4 KV heads: one head per GPU (replicated), K and V, 94 layers, 128 dims, bf16
+    assert kv.bytes_per_token(8) == 2 * 94 * 1 * 128 * 2 == 48_128
+    # (80 x 0.9 - 470 / 8 - 3) GB = 10.25 GB per GPU
+    assert kv.capacity_tokens(8) == int(10.25e9 // 48_128) == 212_973
+    assert kv.read_s_per_token(8) == pytest.approx(48_128 / 3.35e12)
+    # TP2 would shard the heads (2 per GPU) but the weights would not fit
+    assert kv.bytes_per_token(2) == 2 * 94 * 2 * 128 * 2
+    assert kv.capacity_tokens(2) < 0
+
+
+def test_cost_model_takes_an_optional_kv_spec() -> None:
+    base = {
+        name: {"value": 1.0, "source": "test figure"}
+        for name in (
+            "decode_rank_tokens_per_s",
+            "decode_request_tokens_per_s",
+            "prefill_s_per_token",
+            "train_s_per_token",
+            "train_fixed_s",
+            "sync_s",
+            "offload_s",
+            "reload_s",
+        )
+    }
+    assert CostModel(**base).kv is None
+    with_kv = CostModel(**base, kv=_kv().model_dump())
+    assert with_kv.kv is not None and with_kv.kv.capacity_tokens(8) == 212_973
+    with pytest.raises(ValidationError):
+        _kv(layers=-1)
 
 
 def test_every_model_is_frozen_and_closed() -> None:

@@ -44,3 +44,16 @@ def test_workload_needs_every_distribution_or_a_trace(tmp_path: Path) -> None:
         load_sim_config(path)
     (tmp_path / "groups.jsonl").write_text('{"prompt_tokens": 5, "samples": [[[1, 0, 0.1]]]}\n')
     assert load_sim_config(path).workload.trace == tmp_path / "groups.jsonl"
+
+
+def test_the_paper_derives_its_kv_capacity_and_a_rank_without_room_is_refused() -> None:
+    data = yaml.safe_load((ROOT / "examples" / "paper_160gpu.yaml").read_text())
+    sim = load_sim_config(data)
+    assert sim.cost.kv is not None
+    assert sim.cost.kv.capacity_tokens(sim.devices.gpus_per_rank) == 212_973
+    data["devices"]["gpus_per_rank"] = 4
+    data["devices"]["count"] = 160
+    with pytest.raises(
+        ConfigError, match=r"cost\.kv: no memory left for the KV cache on a rank of 4 GPUs"
+    ):
+        load_sim_config(data)

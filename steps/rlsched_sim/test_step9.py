@@ -15,7 +15,15 @@ def test_simulation_builds_one_rank_model_per_rank() -> None:
     work = Workload(sim.workload, 0, cfg.scheduler.group_size, cfg.scheduler.max_tokens)
     simulation = Simulation(cfg, sim.cost, work, name="ts")
     assert len(simulation.ranks) == 20
-    assert simulation.ranks[0].cap == 50.0
+    # the paper's ranks have memory (cost.kv): a 20 ms lone step, 212,973 tokens of KV
+    assert simulation.ranks[0].step_s == 1 / 50.0
+    assert simulation.ranks[0].capacity == 212_973 == simulation.result.kv_capacity
+    assert simulation.result.staleness == 1
+    four = load_sim_config(ROOT / "examples" / "four_gpu.yaml")
+    plain = Simulation(
+        four.policy_config("timeshare"), four.cost, Workload(four.workload, 0, 4, 16384)
+    )
+    assert plain.ranks[0].cap == 60.0 and plain.result.kv_capacity == 0
     assert simulation.timeline.num_devices == 160
     assert simulation.result.name == "ts" and simulation.result.train_devices == tuple(
         range(32, 160)
