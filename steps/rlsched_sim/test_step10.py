@@ -3,7 +3,15 @@
 import heapq
 from pathlib import Path
 
-from rlsched.core.events import RequestFinished, Started
+import pytest
+
+from rlsched.core.events import (
+    EnvStepDone,
+    EnvStepTimedOut,
+    RequestAborted,
+    RequestFinished,
+    Started,
+)
 from rlsched.sim.params import load_sim_config
 from rlsched.sim.shell import Simulation, TrajRecord
 from rlsched.sim.workload import Workload
@@ -59,3 +67,54 @@ def test_a_whole_chunk_that_stopped_closes_the_turn_in_the_record() -> None:
     simulation._note(RequestFinished(2.0, 1, 64, stopped=True))
     assert (record.context, record.gen_kept, record.cached_tokens) == (228, 128, 228)
     assert record.cached_rank == 1 and simulation._requests == {}
+
+
+def test_note_keeps_each_trajectory_record_as_events_arrive() -> None:
+    """Tokens, observations, the trajectory's critical path and its last event, per event kind;
+    events of a trajectory the shell no longer tracks change nothing."""
+    simulation = _simulation()
+    rate = simulation.cost.decode_rank_tokens_per_s.value
+    cap = simulation.cost.decode_request_tokens_per_s.value
+    prefill = simulation.cost.prefill_s_per_token.value
+    lone = min(rate, cap)  # no KV model on four_gpu: a lone request decodes at the cap
+    record = TrajRecord(5, 10, context=10)
+    simulation._trajs[5] = record
+    simulation._requests[7] = (5, 1, 0, False, False)
+    simulation._note(RequestFinished(3.0, 7, 30))
+    assert (record.context, record.gen_kept, record.cached_tokens) == (40, 30, 40)
+    assert (record.cached_rank, record.last_event) == (1, 3.0)
+    assert record.path_s == pytest.approx(30 / lone) and simulation._requests == {}
+    simulation._note(EnvStepDone(4.0, 5, 0, 12, False))
+    assert (record.context, record.obs, record.last_event) == (52, 12, 4.0)
+    assert record.path_s == pytest.approx(30 / lone + 12 * prefill)
+    simulation._note(EnvStepDone(5.0, 5, 1, 3, True))  # the last observation is no prefill
+    assert (record.context, record.obs, record.last_event) == (55, 15, 5.0)
+    assert record.path_s == pytest.approx(30 / lone + 12 * prefill)
+    simulation._requests[8] = (5, 1, 0, False, False)
+    simulation._note(RequestAborted(6.0, 8, 4))
+    assert (record.context, record.gen_kept, record.last_event) == (55, 30, 6.0)
+    assert simulation._requests == {}
+    simulation._note(EnvStepTimedOut(7.0, 5, 2))
+    assert (record.context, record.last_event) == (55, 7.0)
+    # a trajectory that is gone (trained or dropped): its late events are absorbed
+    simulation._requests[9] = (99, 0, 0, False, False)
+    simulation._note(RequestFinished(8.0, 9, 5))
+    simulation._note(EnvStepDone(8.0, 99, 0, 5, False))
+    simulation._note(EnvStepTimedOut(8.0, 99, 0))
+    assert set(simulation._trajs) == {5} and record.last_event == 7.0
+
+
+def test_a_longer_context_makes_a_lone_token_slower_with_memory() -> None:
+    """With a KV model, a request's lone speed falls as its context grows (reading its KV)."""
+    sim = load_sim_config(ROOT / "examples" / "paper_160gpu.yaml")
+    cfg = sim.policy_config("timeshare")
+    work = Workload(sim.workload, 0, cfg.scheduler.group_size, cfg.scheduler.max_tokens)
+    simulation = Simulation(cfg, sim.cost, work)
+    assert simulation._kv_s > 0
+    paths = []
+    for tid, context in ((0, 10), (1, 100_000)):
+        simulation._trajs[tid] = TrajRecord(tid, context, context=context)
+        simulation._requests[tid] = (tid, 0, 0, False, False)
+        simulation._note(RequestFinished(1.0, tid, 50))
+        paths.append(simulation._trajs[tid].path_s)
+    assert 0 < paths[0] < paths[1]

@@ -68,3 +68,20 @@ def test_records_start_at_zero() -> None:
         result.stale_dropped,
     )
     assert counters == (0,) * 10 and result.wall_s == 0.0 and result.timeline is None
+
+
+def test_ranks_read_kv_at_the_cost_model_rate_and_show_their_load() -> None:
+    """The memory ranks read KV at the cost model's rate for the pool's tensor parallelism, and a
+    rank that takes load shows rollout on exactly its own devices (idle ones stay idle)."""
+    sim = load_sim_config(ROOT / "examples" / "paper_160gpu.yaml")
+    cfg = sim.policy_config("timeshare")
+    work = Workload(sim.workload, 0, cfg.scheduler.group_size, cfg.scheduler.max_tokens)
+    simulation = Simulation(cfg, sim.cost, work)
+    tp = simulation.core.pool.gpus_per_rank
+    assert tp > 1
+    assert simulation.ranks[0].kv_s == sim.cost.kv.read_s_per_token(tp) > 0
+    assert {simulation.timeline.kind(d) for d in range(cfg.num_devices)} == {"idle"}
+    simulation.ranks[1].submit(0.0, 0, 0, 100, 50)
+    simulation._schedule_rank(1)
+    kinds = [simulation.timeline.kind(d) for d in range(3 * tp)]
+    assert kinds == ["idle"] * tp + ["rollout"] * tp + ["idle"] * tp
