@@ -276,3 +276,14 @@ def test_home_takes_a_turn_that_exactly_fits_and_weights_as_old_as_its_group() -
     assert parts.router.place(traj, 2) == 2
     parts.router.kv_free[2] = 149
     assert parts.router.place(traj, 2) is None
+
+
+def test_a_turn_larger_than_the_capacity_runs_alone_on_a_wholly_free_rank() -> None:
+    """0.6.2: an engine runs a lone request past its cache; the core must not wait for ever."""
+    parts = _parts()
+    parts.buffer.admit_group(100)
+    traj = parts.buffer.trajs[0]
+    traj.context_tokens = CAP + 300
+    parts.router.kv_free = [CAP - 1, CAP, CAP]
+    assert parts.router.place(traj, 0) is None
+    assert parts.router.place(traj, 1) == 1
