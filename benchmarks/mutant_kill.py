@@ -4,7 +4,9 @@ For every mutant: the efficiency property of tests/test_sim_efficiency.py that c
 how often it fires on examples/four_gpu.yaml, 4 steps, per policy), and what the mutant costs
 in simulated step time against the unmutated core on examples/paper_160gpu.yaml (`--steps`
 steps, its seed) and on examples/four_gpu.yaml ("stopped": the core's own invariants stopped
-the mutated run before the steps were done). Simulated time is deterministic: the wall
+the mutated run before the steps were done). The memory mutants (`no_affinity`, `over_plan`)
+are counted on the four-GPU example with memory (tests/sim_worlds.py, with_memory); their step
+times on the paper config use its own `cost.kv`. Simulated time is deterministic: the wall
 time of this script depends on the machine's load, the table does not.
 
     python benchmarks/mutant_kill.py [--steps 3] [--policies timeshare,disaggregated,colocate]
@@ -23,6 +25,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
 from mutants import MUTANTS  # noqa: E402
+from sim_worlds import with_memory  # noqa: E402
 from test_sim_mutants import run_mutant  # noqa: E402
 
 from rlsched.sim.params import load_sim_config  # noqa: E402
@@ -55,7 +58,8 @@ def kills(mutant: str, policies: list[str]) -> dict[str, int]:
     found = {}
     for policy in policies:
         cfg = sim.policy_config(policy)
-        watch = run_mutant(mutant, cfg, sim.cost, sim.workload, sim.seed, steps=4)
+        cost = with_memory(sim.cost) if MUTANTS[mutant].memory else sim.cost
+        watch = run_mutant(mutant, cfg, cost, sim.workload, sim.seed, steps=4)
         found[policy] = len(watch.violations[MUTANTS[mutant].killer])
     return found
 

@@ -16,6 +16,14 @@ measures what each costs in simulated step time.
 * `stale_early`: the stale cutoff is one version too eager, dropping groups the new version
   could still train (design/rlsched_training.md, Training.drop_stale).
 
+Two more waste memory once the shell reports it (design/rlsched_routing.md 0.6.0, issue 15
+item 2); they run on the examples with memory (`memory`, sim_worlds.MEMORY_KV):
+
+* `no_affinity`: a returning turn ignores the rank holding its prefix and goes to the roomiest
+  rank (Router.place), re-prefilling its whole context.
+* `over_plan`: a turn that fits nowhere is sent to the roomiest rank anyway (Router.place),
+  planning more KV than the rank reported free (the rank queues or preempts).
+
 One more, `stale_late` (the cutoff one version too lax), is not one of the four: the core's
 generated invariants stop it too, but it proves the "kept past the bound" half of the exact
 cutoff property is not hollow.
@@ -41,7 +49,8 @@ class Mutant:
     """A named patch: `target.attr` replaced by `make(original)` while applied. `killer` is
     the property of tests/test_sim_efficiency.py's Watch that catches it, `caught_on` the
     policies of examples/four_gpu.yaml it must be caught on; `crashes` when the core's own
-    generated invariants also stop the run (after the property fired)."""
+    generated invariants also stop the run (after the property fired); `memory` when it is
+    caught on the example with memory reported (sim_worlds.with_memory)."""
 
     name: str
     what: str
@@ -51,6 +60,7 @@ class Mutant:
     killer: str
     caught_on: tuple[str, ...] = ALL
     crashes: bool = False
+    memory: bool = False
 
     @contextmanager
     def applied(self) -> Iterator[None]:
@@ -111,6 +121,22 @@ def _one_dispatch(original: Callable) -> Callable:
     return dispatch_queued
 
 
+def _no_affinity(original: Callable) -> Callable:
+    def place(self: Router, traj, rank: int) -> int | None:  # type: ignore[no-untyped-def]
+        need = traj.context_tokens + traj.resume_tokens
+        return rank if self.kv_free[rank] >= need else None
+
+    return place
+
+
+def _over_plan(original: Callable) -> Callable:
+    def place(self: Router, traj, rank: int) -> int | None:  # type: ignore[no-untyped-def]
+        target = original(self, traj, rank)
+        return rank if target is None else target
+
+    return place
+
+
 def _stale_early(original: Callable) -> Callable:
     def stale_groups(self: TrajectoryBuffer, oldest_allowed: int) -> list:
         return original(self, oldest_allowed + 1)
@@ -134,7 +160,7 @@ MUTANTS: dict[str, Mutant] = {
             Router,
             "pick_rank",
             _most_loaded,
-            "not the least-loaded eligible rank",
+            "not the rank the placement rule picks",
         ),
         Mutant(
             "sync_after_reload",
@@ -161,6 +187,24 @@ MUTANTS: dict[str, Mutant] = {
             "stale_groups",
             _stale_early,
             "dropped within the bound",
+        ),
+        Mutant(
+            "no_affinity",
+            "a returning turn ignores the rank holding its prefix",
+            Router,
+            "place",
+            _no_affinity,
+            "not the rank the placement rule picks",
+            memory=True,
+        ),
+        Mutant(
+            "over_plan",
+            "a turn that fits nowhere goes to the roomiest rank anyway",
+            Router,
+            "place",
+            _over_plan,
+            "planned more KV than reported",
+            memory=True,
         ),
         Mutant(
             "stale_late",

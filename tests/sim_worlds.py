@@ -67,3 +67,27 @@ def worlds(draw: st.DrawFn) -> tuple[RlschedConfig, CostModel, WorkloadModel, in
         "env_step_s": _d(1.0, draw(st.sampled_from([0.0, 1.5])), 0.01, 120),
     })
     return cfg, cost, model, draw(st.integers(0, 10_000))
+
+
+# A 7B-class model on one 24 GB GPU (test figures, not a claim): 2 x 28 x 4 x 128 x 2 bytes a
+# token and (24 x 0.9 - 17 - 3.3) GB left, 22,670 tokens of KV a rank; memory-bound for the
+# four-GPU example's 32 requests a rank (design/rlsched_memory.md, issue 15).
+MEMORY_KV = {
+    "layers": 28,
+    "kv_heads": 4,
+    "head_dim": 128,
+    "dtype_bytes": 2,
+    "gpu_memory_gb": 24,
+    "memory_utilization": 0.9,
+    "weights_gb": 17,
+    "activation_gb": 3.3,
+    "gpu_bandwidth_gb_per_s": 900,
+    "batch_tokens": 2048,
+}
+
+
+def with_memory(cost: CostModel, **over: float) -> CostModel:
+    """`cost` with MEMORY_KV's rank memory (`over` replaces figures), so the shell reports
+    memory and the core places by prefix affinity (design/rlsched_routing.md 0.6.0)."""
+    kv = {k: _s(v) for k, v in {**MEMORY_KV, **over}.items()}
+    return CostModel.model_validate({**cost.model_dump(), "kv": kv})

@@ -18,10 +18,18 @@ event of simulated runs, on the four-GPU example and on random small worlds:
 * Work conservation: after every event no rank with room (wholly in rollout, below its in-flight
   cap and its fair share, fresh enough for the staleness bound) idles while a queued turn it
   may take waits (one it cannot make staler: any turn on current weights, else one whose group
-  already runs on weights at least as old).
+  already runs on weights at least as old). With memory reported the turn must also fit the
+  rank's free KV, and nothing is owed while some queued turn fits no rank with room: the queue
+  then waits for memory, first come first served (routing 0.6.0).
 * Placement by the documented rule (design/rlsched_routing.md, Router.pick_rank): each
   dispatch goes to the least-loaded rank that may take its turn, lowest id on ties, loads
-  counted as they were when it was placed.
+  counted as they were when it was placed. When the shell reports memory (routing 0.6.0,
+  issue 15 item 2) the rule is prefix affinity: the trajectory's home (the rank its last turn
+  finished on, while that rank's epoch holds) when the home may take the turn and has the
+  free KV for it, else the eligible rank with the most free KV (ties: less loaded, lowest id);
+  and no dispatch plans more KV than its rank reported free, less what was planned there
+  since (rebuilt here from `Started.kv_tokens`, each answer's `kv_free` and the dispatches;
+  a rank leaving rollout is accounted empty).
 * Weight sync overlapped with reload (design/rlsched_transitions.md, begin_expand): a Reload
   of a device behind the trainer goes out with (or after) the SyncWeights that brings it
   current, never waiting for the reload to finish first.
@@ -62,12 +70,19 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from sim_worlds import SETTINGS, _d, _s, worlds
+from sim_worlds import SETTINGS, _d, _s, with_memory, worlds
 
 from rlsched.config import RlschedConfig
 from rlsched.core.buffer import TrajState
 from rlsched.core.commands import Command, Dispatch, DropStale, Reload, SyncWeights, Train
-from rlsched.core.events import Event, RequestAborted, TrainingDone, WorkerRecovered
+from rlsched.core.events import (
+    Event,
+    RequestAborted,
+    RequestFinished,
+    Started,
+    TrainingDone,
+    WorkerRecovered,
+)
 from rlsched.pool import DeviceMode
 from rlsched.sim.params import CostModel, WorkloadModel, load_sim_config, policy_mapping
 from rlsched.sim.shell import Simulation
@@ -93,9 +108,14 @@ class Watch:
         self.sync_asked: dict[int, int] = {}  # device -> newest version a SyncWeights sent it
         self.bound = cfg.scheduler.staleness
         self.cap = cfg.scheduler.max_inflight_per_rank
+        self.kv_cap: int | None = None  # a rank's KV capacity, once the shell reported it
+        self.kv_free: list[int] = []  # last reported free KV less what was planned since
+        self.rank_of: dict[int, int] = {}  # rid -> rank of every dispatch
+        self.serving: list[bool] = []  # rank wholly in rollout at the last event
         self.violations: dict[str, list[str]] = {
             "idle rank while a turn waits": [],
-            "not the least-loaded eligible rank": [],
+            "not the rank the placement rule picks": [],
+            "planned more KV than reported": [],
             "reload without its weights": [],
             "dropped within the bound": [],
             "kept past the bound": [],
@@ -119,6 +139,7 @@ class Watch:
         if isinstance(event, WorkerRecovered):
             for device in core.pool.gpus_of(core.pool.rank_of(event.device)):
                 self.sync_asked.pop(device, None)
+        self._note_memory(event)
         self._check_placement(where, commands)
         reloads: list[int] = []
         for command in commands:
@@ -145,6 +166,7 @@ class Watch:
             elif isinstance(command, Reload):
                 reloads.extend(command.devices)
         self._check_reload(where, reloads)
+        self._note_left_rollout()
         self._check_fair_share(where, dispatched)
         if core.stats.shrinks > self.shrinks:
             self.shrinks = core.stats.shrinks
@@ -183,6 +205,36 @@ class Watch:
         started = self.group_min.get(gid)
         return version >= self.sim.core.version or (started is not None and started <= version)
 
+    def _note_memory(self, event: Event) -> None:
+        """The memory the shell reported: capacity once, then each answer's free KV."""
+        if isinstance(event, Started) and event.kv_tokens is not None:
+            ranks = self.sim.core.pool.num_ranks
+            self.kv_cap = event.kv_tokens
+            self.kv_free = [event.kv_tokens] * ranks
+        elif isinstance(event, (RequestFinished, RequestAborted)):
+            rank = self.rank_of.get(event.rid)
+            if rank is not None and self.kv_cap is not None and event.kv_free is not None:
+                self.kv_free[rank] = event.kv_free
+
+    def _note_left_rollout(self) -> None:
+        """A rank that left rollout (a shrink or a loss) is accounted empty from then on."""
+        pool = self.sim.core.pool
+        now = [pool.rank_in_rollout(rank) for rank in range(pool.num_ranks)]
+        if self.kv_cap is not None and self.serving:
+            for rank, (was, serving) in enumerate(zip(self.serving, now, strict=True)):
+                if was and not serving:
+                    self.kv_free[rank] = self.kv_cap
+        self.serving = now
+
+    def _home(self, tid: int) -> int | None:
+        """The rank holding the prefix of trajectory `tid` (facts the core records: the rank
+        its last turn finished on and that rank's epoch), or None."""
+        router = self.sim.core.router
+        traj = self.sim.core.buffer.trajs[tid]
+        if traj.home >= 0 and router.epoch[traj.home] == traj.home_epoch:
+            return traj.home
+        return None
+
     def _check_placement(self, where: str, commands: list[Command]) -> None:
         dispatches = [c for c in commands if isinstance(c, Dispatch)]
         if not dispatches:
@@ -191,22 +243,47 @@ class Watch:
         for command in dispatches:
             load[command.rank] -= 1
         versions, fair = self._room()
+        memory = self.kv_cap is not None
+        free = self.kv_free
         for command in dispatches:
+            self.rank_of[command.rid] = command.rank
+            need = command.context_tokens + command.resume_tokens
+            if memory:
+                need = min(need, self.kv_cap)  # a turn larger than the cache runs alone
             eligible = [
-                (load[rank], rank)
+                rank
                 for rank, version in enumerate(versions)
                 if version is not None
                 and load[rank] < min(self.cap, fair)
                 and self._fits(command.gid, version)
+                and (not memory or free[rank] >= need)
             ]
-            if eligible and min(eligible) < (load[command.rank], command.rank):
+            if memory:
+                if free[command.rank] < need:
+                    self._flag(
+                        "planned more KV than reported",
+                        where,
+                        command,
+                        f"free {free[command.rank]}",
+                    )
+                home = self._home(command.tid)
+                if home is not None and home in eligible:
+                    best = home
+                else:
+                    best = max(eligible, key=lambda r: (free[r], -load[r], -r), default=None)
+                wrong = best is not None and best != command.rank
+                free[command.rank] -= need
+            else:
+                best = min(eligible, key=lambda r: (load[r], r), default=None)
+                wrong = best is not None and (load[best], best) < (load[command.rank], command.rank)
+            if wrong:
                 self._flag(
-                    "not the least-loaded eligible rank",
+                    "not the rank the placement rule picks",
                     where,
                     command.rank,
                     load[command.rank],
                     "best",
-                    min(eligible),
+                    best,
                 )
             load[command.rank] += 1
             old = self.group_min.get(command.gid)
@@ -224,10 +301,19 @@ class Watch:
         }
         if not free:
             return
-        for traj in core.buffer.trajs.values():
-            if traj.state is not TrajState.QUEUED:
-                continue
+        queued = [t for t in core.buffer.trajs.values() if t.state is TrajState.QUEUED]
+        if self.kv_cap is not None:
+            kv = self.kv_free
+            for traj in queued:
+                need = min(traj.context_tokens + traj.resume_tokens, self.kv_cap)
+                takers = [r for r, v in free.items() if self._fits(traj.gid, v)]
+                if takers and all(kv[r] < need for r in takers):
+                    return  # the queue waits for memory, first come first served
+        for traj in queued:
+            need = traj.context_tokens + traj.resume_tokens
             for rank, version in free.items():
+                if self.kv_cap is not None and self.kv_free[rank] < min(need, self.kv_cap):
+                    continue
                 if self._fits(traj.gid, version):
                     self._flag(
                         "idle rank while a turn waits",
@@ -374,6 +460,40 @@ def test_random_worlds_waste_nothing_with_seers_orders_and_chunks(world, variant
     cfg, cost, model, seed = world
     cfg = with_variant(cfg.model_dump(), variant)
     watch = run_watched(cfg, cost, model, seed, steps=2)
+    assert watch.report() == {}
+
+
+def memory_run(name: str, variant: dict | None = None) -> Watch:
+    """The four-GPU example with memory (sim_worlds.MEMORY_KV): the shell reports it, the core
+    places by prefix affinity."""
+    sim_cfg = load_sim_config(EXAMPLE)
+    cfg = with_variant(policy_mapping(sim_cfg, name), variant or {})
+    cost = with_memory(sim_cfg.cost)
+    return run_watched(cfg, cost, sim_cfg.workload, sim_cfg.seed, steps=4)
+
+
+@pytest.mark.parametrize("name", [name for name, _ in example_runs()])
+def test_four_gpu_example_with_memory_places_by_prefix_affinity(name: str) -> None:
+    watch = memory_run(name)
+    core = watch.sim.core
+    assert watch.dispatches > 100 and watch.kv_cap == core.router.kv_cap == 22_670 - 226
+    assert core.stats.finished > 100
+    assert watch.report() == {}
+
+
+@pytest.mark.parametrize("variant", list(SEER_VARIANTS))
+def test_seers_orders_and_chunks_with_memory_waste_nothing(variant: str) -> None:
+    watch = memory_run("timeshare", SEER_VARIANTS[variant])
+    assert watch.dispatches > 100 and watch.kv_cap is not None
+    assert watch.report() == {}
+
+
+@settings(**{**SETTINGS, "max_examples": 20})
+@given(worlds(), st.sampled_from([16.0, 17.0, 17.5, 17.9]))
+def test_random_worlds_with_memory_waste_nothing(world, weights_gb: float) -> None:
+    cfg, cost, model, seed = world
+    watch = run_watched(cfg, with_memory(cost, weights_gb=weights_gb), model, seed, steps=2)
+    assert watch.kv_cap is not None
     assert watch.report() == {}
 
 
