@@ -6,7 +6,8 @@ runs `dd step verify N --mutants` for each DONE step (a seeded sample of at most
 mutants, cut to what fits in about `--fit` seconds at the speed of the step's clean run), writes
 every step's result to `--out` as it goes (a rerun skips the steps already there), and prints
 the table of scores per document that benchmarks/RESULTS.md records. `--record` also writes each
-score into the step's `verified:` line.
+score (of the `--only` steps, when given) into the step's `verified:` line, unless that line
+already holds a score of a larger sample (`dd step done` runs `[tool.dd] mutation-budget`).
 """
 
 from __future__ import annotations
@@ -136,9 +137,14 @@ def main() -> None:
         for r in results:
             if "error" in r:
                 continue
+            if args.only and f"{r['doc']}#{r['step']}" not in args.only:
+                continue
             project = Project.load(ROOT)
             doc = project.document(r["doc"])
             step = next(s for s in doc.steps if s.number == r["step"])
+            recorded = mutate.score_of(step.verified)
+            if recorded is not None and int(recorded["mutants"]) > r["run"]:
+                continue  # `dd step done` ran a larger sample: keep its score
             line = f"{(step.verified or 'passed').split('; ')[0]}; {r['summary']}"
             path = ROOT / doc.path
             atomic_write(path, set_step_fields(read_text(path), step, {"verified": line}))
