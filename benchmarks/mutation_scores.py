@@ -64,8 +64,8 @@ def table(results: list[dict], floor: float) -> str:
         docs.setdefault(r["doc"], []).append(r)
     lines = [
         "| document | DONE steps | mutants (of) | killed | accepted | survived | score | "
-        "steps below floor | time |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "steps below floor | time | mutants/min |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     total = {"steps": 0, "run": 0, "of": 0, "killed": 0, "accepted": 0, "below": 0, "s": 0.0}
     for path, rows in sorted(docs.items()):
@@ -82,7 +82,7 @@ def table(results: list[dict], floor: float) -> str:
         lines.append(
             f"| {path} | {len(rows)} | {run} ({of}) | {killed} | {accepted} | "
             f"{run - killed - accepted} | {score} | {', '.join(below) or '-'} | "
-            f"{seconds / 60:.1f} min |"
+            f"{seconds / 60:.1f} min | {60 * run / seconds if seconds else 0:.1f} |"
         )
         for key, value in (
             ("steps", len(rows)),
@@ -99,7 +99,7 @@ def table(results: list[dict], floor: float) -> str:
         f"| **all** | {total['steps']} | {run} ({total['of']}) | {total['killed']} | "
         f"{total['accepted']} | {run - total['killed'] - total['accepted']} | "
         f"{(total['killed'] + total['accepted']) / run if run else 0:.2f} | {total['below']} | "
-        f"{total['s'] / 60:.1f} min |"
+        f"{total['s'] / 60:.1f} min | {60 * run / total['s'] if total['s'] else 0:.1f} |"
     )
     return "\n".join(lines)
 
