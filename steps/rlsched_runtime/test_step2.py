@@ -56,6 +56,7 @@ def test_an_answer_closes_its_request_and_observations_accumulate() -> None:
     assert not store.add_generated(7, 4, [10], [-1.0])
     assert rec.pending_ids == [8, 9] and rec.pending_lps == [-0.5, -0.25]
     assert store.commit_turn(4) == [8, 9]
+    assert rec.pending_ids == [] and rec.pending_lps == []  # committed, nothing pending
     assert store.add_observation(4, [11, 12, 13], 0.5, env_s=0.1234567)
     assert rec.turns == [[2, 3, 0.123457]]
     assert rec.tokens == [5, 6, 8, 9, 11, 12, 13]
