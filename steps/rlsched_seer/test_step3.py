@@ -26,6 +26,19 @@ def test_oracle_serves_the_longest_true_length_first() -> None:
     assert sorted(asked) == sorted(lengths)  # asked once per push, never re-ranked
 
 
+def test_oracle_ignores_progress_at_chunk_ends() -> None:
+    buf = TrajectoryBuffer(3, 1000)
+    trajs = [buf.trajs[t] for t in buf.admit_group(5).tids]
+    queue = OraclePlacement(lambda traj: 10 * traj.tid, fifo_every=100)
+    for traj in trajs[1:]:
+        queue.push(traj)
+    trajs[0].resume_tokens = 400
+    queue.push(trajs[0], front=True)  # a chunk end: nothing to learn, nothing re-entered
+    assert queue._groups[trajs[0].gid].bound == 0
+    assert len(queue._heaps[None]) == 3
+    assert [queue.pop() for _ in range(3)] == [trajs[2], trajs[1], trajs[0]]
+
+
 def test_make_placement_follows_the_config() -> None:
     def cfg(kind: str) -> RlschedConfig:
         return RlschedConfig.model_validate(
