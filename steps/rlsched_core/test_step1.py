@@ -41,7 +41,12 @@ def test_events_are_frozen_and_slotted() -> None:
     with pytest.raises(dataclasses.FrozenInstanceError):
         event.rid = 3  # type: ignore[misc]
     assert not hasattr(event, "__dict__")
-    assert [f.name for f in dataclasses.fields(RequestAborted)] == ["time", "rid", "new_tokens"]
+    assert [f.name for f in dataclasses.fields(RequestAborted)] == [
+        "time",
+        "rid",
+        "new_tokens",
+        "kv_free",
+    ]
     assert [f.name for f in dataclasses.fields(PromptsLoaded)] == [
         "time",
         "load_id",
@@ -56,7 +61,20 @@ def test_a_finish_says_whether_the_engine_stopped_the_turn() -> None:
         "rid",
         "new_tokens",
         "stopped",
+        "kv_free",
     ]
     assert RequestFinished(2.0, 7, 100).stopped is False
     stopped = RequestFinished(2.0, 7, 100, stopped=True)
     assert stopped.stopped is True and stopped != RequestFinished(2.0, 7, 100)
+
+
+def test_memory_is_reported_optionally_after_every_older_field() -> None:
+    """0.7.0 (issue 15): a rank's KV capacity once, its free KV on every answer; None (the
+    default) when the shell does not know, so every older caller stays valid."""
+    assert [f.name for f in dataclasses.fields(Started)] == ["time", "kv_tokens"]
+    assert Started(0.0).kv_tokens is None and Started(0.0, 212_973).kv_tokens == 212_973
+    assert RequestFinished(2.0, 7, 100).kv_free is None
+    assert RequestAborted(2.0, 7, 3).kv_free is None
+    assert RequestFinished(2.0, 7, 100, kv_free=5).kv_free == 5
+    assert RequestAborted(2.0, 7, 3, 6) == RequestAborted(2.0, 7, 3, kv_free=6)
+    assert RequestAborted(2.0, 7, 3, 6) != RequestAborted(2.0, 7, 3)

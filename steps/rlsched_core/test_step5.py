@@ -16,6 +16,7 @@ def test_admit_creates_a_group_of_queued_trajectories() -> None:
     assert (traj.gid, traj.prompt_tokens, traj.context_tokens, traj.max_tokens) == (1, 20, 20, 100)
     assert traj.state is TrajState.QUEUED and traj.turn_versions == [] and traj.rid is None
     assert traj.env_deadline is None and not traj.timed_out  # no environment session yet
+    assert (traj.home, traj.home_epoch) == (-1, -1)  # no rank holds its prefix yet (0.7.0)
     assert buf.live_groups == 2 and buf.admitted_groups == 2 and buf.unfinished == 6
     buf.complete(buf.trajs[0])
     assert buf.unfinished == 5 and buf.completed == 1

@@ -245,3 +245,33 @@ def test_a_recovered_rollout_gpu_reloads_and_is_synced() -> None:
     op_id = sched.transitions.dev_op[0]
     assert sched.ctx.out == [Reload(op_id, (0,)), SyncWeights(1, (0,))]
     assert sched.pool.mode(0) is DeviceMode.EXPANDING
+
+
+def test_memory_reported_by_the_shell_reaches_the_router() -> None:
+    """0.8.0 (issue 15 item 2): `Started.kv_tokens` sets every rank's capacity; each answer's
+    `kv_free` replaces its rank's account; a shell reporting nothing leaves placement as it was."""
+    quiet = _sched()
+    assert quiet.router.kv_cap is None
+    cfg = RlschedConfig.model_validate(
+        {
+            "devices": {"count": 3},
+            "scheduler": {
+                "mode": "colocate",
+                "train_batch_size": 2,
+                "group_size": 2,
+                "max_tokens": 100,
+                "env_timeout_s": 10,
+            },
+        }
+    )
+    sched = Scheduler(cfg)
+    sched.handle(Started(0.0, kv_tokens=500))
+    assert sched.router.kv_cap == 500
+    out = sched.handle(PromptsLoaded(0.0, 0, (10, 20)))
+    dispatched = [(c.rid, c.tid, c.rank) for c in out if isinstance(c, Dispatch)]
+    assert dispatched == [(0, 0, 0), (1, 1, 1), (2, 2, 2), (3, 3, 0)]
+    assert sched.router.kv_free == [500 - 10 - 20, 490, 480]
+    sched.handle(RequestFinished(1.0, 1, 5, kv_free=485))
+    sched.handle(RequestAborted(1.0, 2, 0, kv_free=499))
+    assert sched.router.kv_free == [470, 485, 499 - 20]  # the aborted turn went back to rank 2
+    assert sched.buffer.trajs[1].home == 1 and sched.buffer.trajs[2].home == -1
