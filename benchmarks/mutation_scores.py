@@ -6,7 +6,8 @@ runs `dd step verify N --mutants` for each DONE step (a seeded sample of at most
 mutants, cut to what fits in about `--fit` seconds at the speed of the step's clean run), writes
 every step's result to `--out` as it goes (a rerun skips the steps already there), and prints
 the table of scores per document that benchmarks/RESULTS.md records. `--record` also writes each
-score into the step's `verified:` line.
+score (of the `--only` steps, when given) into the step's `verified:` line, unless that line
+already holds a score of a larger sample (`dd step done` runs `[tool.dd] mutation-budget`).
 """
 
 from __future__ import annotations
@@ -63,8 +64,8 @@ def table(results: list[dict], floor: float) -> str:
         docs.setdefault(r["doc"], []).append(r)
     lines = [
         "| document | DONE steps | mutants (of) | killed | accepted | survived | score | "
-        "steps below floor | time |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "steps below floor | time | mutants/min |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     total = {"steps": 0, "run": 0, "of": 0, "killed": 0, "accepted": 0, "below": 0, "s": 0.0}
     for path, rows in sorted(docs.items()):
@@ -81,7 +82,7 @@ def table(results: list[dict], floor: float) -> str:
         lines.append(
             f"| {path} | {len(rows)} | {run} ({of}) | {killed} | {accepted} | "
             f"{run - killed - accepted} | {score} | {', '.join(below) or '-'} | "
-            f"{seconds / 60:.1f} min |"
+            f"{seconds / 60:.1f} min | {60 * run / seconds if seconds else 0:.1f} |"
         )
         for key, value in (
             ("steps", len(rows)),
@@ -98,7 +99,7 @@ def table(results: list[dict], floor: float) -> str:
         f"| **all** | {total['steps']} | {run} ({total['of']}) | {total['killed']} | "
         f"{total['accepted']} | {run - total['killed'] - total['accepted']} | "
         f"{(total['killed'] + total['accepted']) / run if run else 0:.2f} | {total['below']} | "
-        f"{total['s'] / 60:.1f} min |"
+        f"{total['s'] / 60:.1f} min | {60 * run / total['s'] if total['s'] else 0:.1f} |"
     )
     return "\n".join(lines)
 
@@ -136,9 +137,14 @@ def main() -> None:
         for r in results:
             if "error" in r:
                 continue
+            if args.only and f"{r['doc']}#{r['step']}" not in args.only:
+                continue
             project = Project.load(ROOT)
             doc = project.document(r["doc"])
             step = next(s for s in doc.steps if s.number == r["step"])
+            recorded = mutate.score_of(step.verified)
+            if recorded is not None and int(recorded["mutants"]) > r["run"]:
+                continue  # `dd step done` ran a larger sample: keep its score
             line = f"{(step.verified or 'passed').split('; ')[0]}; {r['summary']}"
             path = ROOT / doc.path
             atomic_write(path, set_step_fields(read_text(path), step, {"verified": line}))

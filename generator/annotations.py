@@ -13,7 +13,7 @@ import functools
 import io
 import re
 import tokenize
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -26,12 +26,16 @@ _FULL = re.compile(r"#\s*(VAL|AST):\s*([A-Z][A-Z0-9_]*)\((.*)\)\s*$")
 @dataclass(frozen=True)
 class Comment:
     """A comment of a code block: code line (1-based), column (0-based), text, and whether it is
-    alone on its line."""
+    alone on its line. A comment between two logical lines knows the next one: the line and the
+    text of its first token (`next_line` 0: nothing follows); one inside a logical line (within
+    brackets) has `next_line` None."""
 
     line: int
     col: int
     text: str
     own_line: bool
+    next_line: int | None = None
+    next_token: str = ""
 
 
 def starts_like_annotation(text: str) -> str | None:
@@ -60,11 +64,26 @@ def scan(code: str) -> tuple[tuple[Comment, ...], int | None]:
     header_end: int | None = None
     depth = 0
     in_def = False
+    waiting: list[int] = []  # comments between logical lines, before the next one starts
+    boundary = True  # at the start, or after NEWLINE / INDENT / DEDENT
     for tok in _tokens(code):
         if tok.type == tokenize.COMMENT:
             own_line = not tok.line[: tok.start[1]].strip()
             comments.append(Comment(tok.start[0], tok.start[1], tok.string.strip(), own_line))
-        elif header_end is not None or tok.type not in (tokenize.NAME, tokenize.OP):
+            if boundary:
+                waiting.append(len(comments) - 1)
+            continue
+        if tok.type in (tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER):
+            boundary = True
+            if tok.type == tokenize.ENDMARKER:
+                _follow(comments, waiting, 0, "")
+            continue
+        if tok.type == tokenize.NL:
+            continue
+        if boundary:
+            _follow(comments, waiting, tok.start[0], tok.string)
+            boundary = False
+        if header_end is not None or tok.type not in (tokenize.NAME, tokenize.OP):
             continue
         elif tok.string == "def" and depth == 0:
             in_def = True
@@ -75,6 +94,13 @@ def scan(code: str) -> tuple[tuple[Comment, ...], int | None]:
         elif tok.string == ":" and depth == 0 and in_def:
             header_end = tok.start[0]
     return tuple(comments), header_end
+
+
+def _follow(comments: list[Comment], waiting: list[int], line: int, token: str) -> None:
+    """The comments in `waiting` are followed by the logical line starting `token` on `line`."""
+    for i in waiting:
+        comments[i] = replace(comments[i], next_line=line, next_token=token)
+    waiting.clear()
 
 
 def _tokens(code: str) -> list[tokenize.TokenInfo]:

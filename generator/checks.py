@@ -86,13 +86,12 @@ class ProjectChecks:
     def _pattern_diagnostics(self, doc: Document) -> list[Diagnostic]:
         """DD050-DD053 for every annotation, then what only expansion finds (DD055: an
         annotation libcst cannot place, DD091: a template that renders badly), so `dd check`
-        fails whenever `dd expand` would. Cached by the document's content."""
+        fails whenever `dd expand` would. A spec whose checks surely expand needs no libcst
+        tree (`_surely_expands`). Cached by the document's content."""
         key = digest(self.project._keys.get(doc.path, ""), "patterns")
         cached = self.project.cache.get(f"patterns:{doc.path}", key)
         if cached is not None:
             return [Diagnostic.model_validate(d) for d in cached]
-        from generator.expand import expand_spec
-        from generator.generate import tree
         from generator.patterns import check_annotation
 
         diags: list[Diagnostic] = []
@@ -102,6 +101,11 @@ class ProjectChecks:
             ]
             diags += found
             if spec.annotations and not _has_errors(found) and not self._code_errors(spec):
+                if self._surely_expands(spec):
+                    continue
+                from generator.expand import expand_spec
+                from generator.generate import tree
+
                 try:
                     tree(spec.code)  # DD031
                     expand_spec(spec, self.project.library, build=False)
@@ -112,6 +116,23 @@ class ProjectChecks:
                 f"patterns:{doc.path}", key, [d.model_dump(mode="json") for d in diags]
             )
         return diags
+
+    def _surely_expands(self, spec: Spec) -> bool:
+        """True when the spec's annotations match their comments, render, and sit where the
+        expander certainly places them (`generator.placement`, no libcst tree needed); False
+        leaves the decision, and every diagnostic, to the expander on libcst's tree."""
+        from generator.patterns import render
+        from generator.placement import match_comments, surely_placed
+
+        code = spec.code
+        assert code is not None
+        try:
+            by_line = match_comments(code.code, code.loc.line, spec.annotations)
+            for ann in by_line.values():
+                render(ann, self.project.library, spec.name)
+        except DDError:
+            return False
+        return surely_placed(code.code, list(by_line))
 
     def _code_errors(self, spec: Spec) -> bool:
         """True when the parser already reported an error inside the spec's code block (its

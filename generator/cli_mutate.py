@@ -1,4 +1,4 @@
-"""`dd step verify N --mutants`: the report of a mutation run (see generator/mutate.py)."""
+"""`dd step verify N --mutants`: the report of a mutation run (see generator/mutate/)."""
 
 from __future__ import annotations
 

@@ -16,8 +16,9 @@ import libcst as cst
 
 from generator import annotations as grammar
 from generator.checkmodule import Site
-from generator.models import Annotation, DDError, Diagnostic, Loc, Spec
+from generator.models import Annotation, DDError, Diagnostic, Spec
 from generator.patterns import PatternLibrary, render
+from generator.placement import dd055, match_comments
 
 _INDENT_UNIT = 4  # rendered pattern code is indented with 4 spaces
 _PLACEHOLDER = cst.SimpleStatementLine(body=[cst.Pass()])  # a check not built (`build=False`)
@@ -195,32 +196,6 @@ class _Expander(cst.CSTTransformer):
         return [first.with_changes(leading_lines=leading), *rest]
 
 
-def _match_comments(
-    code: str, first_line: int, annotations: list[Annotation]
-) -> dict[int, Annotation]:
-    """Map each annotation comment's code line to its annotation.
-
-    Matching is by order, not by line, so that already-expanded code (where the comments moved
-    down) still maps to the document's annotations; each comment must name its pattern.
-    """
-    lines = grammar.comment_lines(code)
-    ordered = sorted(annotations, key=lambda a: a.loc.line)
-    errors = []
-    for number, ann in zip(lines, ordered, strict=False):
-        text = code.splitlines()[number - 1].strip()
-        parsed = grammar.parse(text)
-        if parsed is None or parsed[:2] != (ann.kind, ann.pattern):
-            errors.append(_dd055(ann, f"code line {number} holds {text!r}, not this annotation"))
-    for ann in ordered[len(lines) :]:
-        errors.append(_dd055(ann, "no annotation comment for it in the code"))
-    for number in lines[len(ordered) :]:
-        loc = Loc(path=ordered[0].loc.path if ordered else "<code>", line=first_line + number - 1)
-        errors.append(Diagnostic(loc=loc, code="DD055", message="annotation comment not parsed"))
-    if errors:
-        raise DDError(errors)
-    return dict(zip(lines, ordered, strict=True))
-
-
 def expand_tree(
     module: cst.Module,
     code: str,
@@ -244,7 +219,7 @@ def expand_tree(
     needs = Needs()
     if not annotations:
         return module, needs
-    by_line = _match_comments(code, first_line, annotations)
+    by_line = match_comments(code, first_line, annotations)
     rendered: dict[int, list[cst.BaseStatement]] = {}
     errors: list[Diagnostic] = []
     for number, ann in by_line.items():
@@ -264,10 +239,10 @@ def expand_tree(
     expanded = module.visit(expander)
     for number, ann in by_line.items():
         if number in expander.before_docstring:
-            errors.append(_dd055(ann, "an annotation may not precede the docstring"))
+            errors.append(dd055(ann, "an annotation may not precede the docstring"))
         elif number not in expander.placed:
             errors.append(
-                _dd055(
+                dd055(
                     ann,
                     "annotation is not an own-line comment in a function body"
                     " (a statement must be able to follow it: not inside an expression,"
@@ -277,10 +252,6 @@ def expand_tree(
     if errors:
         raise DDError(errors)
     return expanded, needs
-
-
-def _dd055(ann: Annotation, message: str) -> Diagnostic:
-    return Diagnostic(loc=ann.loc, code="DD055", message=f"{ann.pattern}: {message}")
 
 
 def expand_spec(spec: Spec, lib: PatternLibrary, build: bool = True) -> tuple[cst.Module, Needs]:

@@ -13,6 +13,7 @@ lost devices. After every event it checks the invariants:
 * every device is in exactly one mode, and modes agree with what the devices physically do;
 * allocations are valid: requests only go to ROLLOUT ranks, offload only drained ranks,
   training only on offloaded devices; a shrink commits whole or is rolled back whole;
+* every trajectory's state changes only along `Trajectory.TRANSITIONS` (tests/traj_moves.py);
 * the initial layout comes from the `InitialLayout` command, device answers repeat the
   operation id of their command, and no turn is dispatched, nor environment step started, once
   the trajectory's idle environment session reached its deadline (the world sometimes enforces
@@ -24,10 +25,12 @@ from __future__ import annotations
 import random
 from collections import Counter
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rlsched.config import RlschedConfig
+from rlsched.core.buffer import Trajectory, TrajState
 from rlsched.core.commands import (
     Abort,
     Dispatch,
@@ -57,6 +60,7 @@ from rlsched.core.events import (
 )
 from rlsched.core.machine import Scheduler
 from rlsched.pool import DeviceMode, GpuPool
+from tests.traj_moves import MoveWatch
 
 SETTINGS = {
     "deadline": None,
@@ -107,6 +111,7 @@ class World:
         self.events = 0
         self.train_ok = 0
         self.rids_by_rank_history: dict[int, set[int]] = {}
+        self.moves = MoveWatch()
 
     # ---------------------------------------------------------------- running the world
 
@@ -418,6 +423,7 @@ class World:
 
     def check(self, shrink_before: tuple[int, ...], rolled_before: int) -> None:
         sched = self.sched
+        self.moves.check(sched.buffer)  # no trajectory made a move the table does not list
         sched.check_invariants()
         pool = sched.pool
         for d in range(self.n):
@@ -610,3 +616,61 @@ def test_pool_allocations_stay_valid(n, tp, ops):
             pass
         pool.check()
         assert sum(pool.count(m) for m in DeviceMode) == n
+
+
+def test_trajectory_moves_follow_the_table_and_take_every_edge(monkeypatch):
+    """Every state change of every trajectory, recorded at `Trajectory.move` (which the real
+    method then carries out) over worlds with losses, session timeouts and every mode: each is
+    an edge of `Trajectory.TRANSITIONS`, and each edge of the table is taken (a table wider than
+    the lifecycle would allow a move no world makes)."""
+    taken: Counter = Counter()
+    move = Trajectory.move
+
+    def recording_move(traj: Trajectory, target: TrajState) -> None:
+        taken[traj.state, target] += 1
+        move(traj, target)
+
+    monkeypatch.setattr(Trajectory, "move", recording_move)
+    for seed in range(60):
+        mode = ("colocate", "disaggregated", "timeshare")[seed % 3]
+        devices = {"count": 4, "gpus_per_rank": 1}
+        if mode != "colocate":
+            devices["train"] = 2
+        scheduler = {
+            "mode": mode,
+            "train_batch_size": 4,
+            "group_size": 2,
+            "staleness": 1,
+            "max_turns": 3,
+            "max_tokens": 64,
+            "env_timeout_s": 4.0 if seed % 2 else 30.0,
+            "migration": "resume" if seed % 4 < 2 else "reissue",
+            "max_inflight_per_rank": 2,
+        }
+        cfg = RlschedConfig.model_validate({"devices": devices, "scheduler": scheduler})
+        world = make_world(cfg, seed, loss=0.02, max_losses=3)
+        world.run(max_events=3000, target_steps=6)
+        world.final_accounting()
+    edges = {(a, b) for a, targets in Trajectory.TRANSITIONS.items() for b in targets}
+    assert set(taken) <= edges, set(taken) - edges
+    assert set(taken) == edges, (
+        f"never taken: {sorted((a.name, b.name) for a, b in edges - set(taken))}"
+    )
+
+
+def test_a_move_the_table_does_not_list_is_refused():
+    """A completed trajectory cannot wait again, a dropped one never moves: ValueError naming
+    both states, and the state is left as it was."""
+    traj = Trajectory(tid=7, gid=0, prompt_tokens=4, max_tokens=64, context_tokens=4)
+    traj.move(TrajState.RUNNING)
+    traj.move(TrajState.ENV)
+    traj.move(TrajState.DONE)
+    with pytest.raises(ValueError, match="VAL_STATE_TRANSITION") as info:
+        traj.move(TrajState.QUEUED)
+    assert "DONE" in str(info.value) and "QUEUED" in str(info.value)
+    assert traj.state is TrajState.DONE
+    traj.move(TrajState.DROPPED)
+    for target in TrajState:
+        with pytest.raises(ValueError, match="VAL_STATE_TRANSITION"):
+            traj.move(target)
+    assert traj.state is TrajState.DROPPED

@@ -58,6 +58,7 @@ from rlsched.core.events import (
 )
 from rlsched.core.machine import Scheduler
 from rlsched.pool import DeviceMode
+from tests.traj_moves import MoveWatch
 
 SETTINGS = {
     "deadline": None,
@@ -131,6 +132,7 @@ class ReviewWorld:
         self.hit_training = hit_training
         self.slow_sync = slow_sync  # weight syncs lag: ranks hold different versions longer
         self.sched = Scheduler(cfg)
+        self.moves = MoveWatch()
         self.tp = cfg.devices.gpus_per_rank
         self.n = cfg.num_devices
         self.time = 0.0
@@ -181,6 +183,7 @@ class ReviewWorld:
         for c in out:
             self.execute(c)
         assert not self.expect_env, f"turns closed without an environment step: {self.expect_env}"
+        self.moves.check(self.sched.buffer)  # only moves along Trajectory.TRANSITIONS
         self.sched.check_invariants()
         if (
             self.duplicates

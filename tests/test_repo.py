@@ -66,3 +66,24 @@ def test_the_rule_set_catches_a_misindented_docstring(tmp_path: Path) -> None:
     bad.write_text('class A:\n    def f(self):\n        """Summary.\n\n    Detail."""\n')
     proc = ruff("check", "--config", str(REPO / "pyproject.toml"), str(bad))
     assert proc.returncode == 1 and "D207" in proc.stdout
+
+
+def test_step_checks_tests_and_benchmarks_pass_the_projects_ruff_rules() -> None:
+    """steps/ (the DONE steps' checks), tests/ and benchmarks/ are lint-clean under the same
+    rules (with the per-directory exceptions pyproject.toml names)."""
+    proc = ruff("check", "steps", "tests", "benchmarks")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+
+
+GENERATOR_MODULE_MAX_LINES = 450
+
+
+def test_no_generator_module_is_over_450_lines() -> None:
+    """dd's modules stay small enough to read whole: split one along its jobs (as
+    generator/patterns/ and generator/mutate/ are) before it grows past the limit."""
+    long = {
+        str(path.relative_to(REPO)): n
+        for path in sorted((REPO / "generator").rglob("*.py"))
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) > GENERATOR_MODULE_MAX_LINES
+    }
+    assert long == {}

@@ -9,6 +9,7 @@ is fast). The libcst tree that expansion and assembly work on is made once, on f
 from __future__ import annotations
 
 import ast
+import functools
 import io
 import tokenize
 
@@ -38,7 +39,7 @@ class _Block:
         """Python's tree of the block, or None after DD031 at the line Python names (nothing
         reported when `quiet`: a tab already explains it)."""
         try:
-            return ast.parse(self.fence.code)
+            return python_tree(self.fence.code)
         except SyntaxError as exc:
             if not quiet:
                 count = max(self.fence.code.count("\n"), 1)
@@ -66,6 +67,13 @@ class _Block:
                 self.error("DD038", number, "indented with a tab: indent with spaces")
                 return True
         return False
+
+
+@functools.lru_cache(maxsize=4096)
+def python_tree(code: str) -> ast.Module:
+    """`ast.parse(code)`, once per text: the parser and `dd check`'s placement of annotations
+    (generator/placement.py) read the same tree. Callers must not change it."""
+    return ast.parse(code)
 
 
 def check_spec(

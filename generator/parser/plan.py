@@ -160,7 +160,7 @@ def _set_verified(step: Step, value: str) -> str | None:
 
 def _check_accepted(step: Step, value: str) -> str | None:
     """`accepted mutants:` (read by `dd step done`): `Spec: before -> after` (reason), ..."""
-    from generator.mutate import parse_accepted
+    from generator.mutate.report import parse_accepted
 
     return parse_accepted(value)[1]
 

@@ -8,11 +8,11 @@ import ast
 import builtins
 import difflib
 import functools
+import io
+import tokenize
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
-
-import libcst as cst
 
 from generator.models import Annotation, Diagnostic, Pattern, PatternParam
 from generator.patterns.loading import EXC_PARAM, PatternLibrary
@@ -162,35 +162,66 @@ class Arg:
         return self.src.strip() == "None"
 
 
+# Expressions that are operands of any operator without parentheses (libcst's atoms, as
+# Python's tree names them); a constant is one unless it is implicitly concatenated strings.
 _ATOMIC = (
-    cst.Name,
-    cst.Attribute,
-    cst.Call,
-    cst.Subscript,
-    cst.Integer,
-    cst.Float,
-    cst.Imaginary,
-    cst.SimpleString,
-    cst.FormattedString,
-    cst.List,
-    cst.Tuple,
-    cst.Set,
-    cst.Dict,
-    cst.ListComp,
-    cst.SetComp,
-    cst.DictComp,
-    cst.GeneratorExp,
-    cst.Ellipsis,
+    ast.Name,
+    ast.Attribute,
+    ast.Call,
+    ast.Subscript,
+    ast.List,
+    ast.Tuple,
+    ast.Set,
+    ast.Dict,
+    ast.ListComp,
+    ast.SetComp,
+    ast.DictComp,
+    ast.GeneratorExp,
 )
+_NOT_CODE = (tokenize.NEWLINE, tokenize.NL, tokenize.COMMENT, tokenize.INDENT, tokenize.DEDENT)
 
 
+def _expression(src: str) -> ast.expr | None:
+    """The expression `src` holds, or None; raises SyntaxError when it does not parse."""
+    try:
+        return ast.parse(src, mode="eval").body
+    except SyntaxError:
+        body = ast.parse(src).body  # `a, *b`: a tuple with a starred item, no eval input
+        return body[0].value if len(body) == 1 and isinstance(body[0], ast.Expr) else None
+
+
+def _wrapped(tokens: list[tokenize.TokenInfo]) -> bool:
+    """True when the first token opens a parenthesis that the last token closes."""
+    if not tokens or tokens[0].string != "(":
+        return False
+    depth = 0
+    for i, tok in enumerate(tokens):
+        if tok.type == tokenize.OP and tok.string in "([{":
+            depth += 1
+        elif tok.type == tokenize.OP and tok.string in ")]}":
+            depth -= 1
+            if depth == 0:
+                return i == len(tokens) - 1
+    return False
+
+
+@functools.lru_cache(maxsize=4096)
 def _is_atomic(src: str) -> bool:
     """True when `src` can be used as an operand of any operator without parentheses."""
     try:
-        node = cst.parse_expression(src)
-    except cst.ParserSyntaxError:
+        node = _expression(src)
+        reader = io.StringIO(src).readline
+        tokens = [t for t in tokenize.generate_tokens(reader) if t.type not in _NOT_CODE]
+    except (SyntaxError, tokenize.TokenError, ValueError):
         return False
-    return bool(getattr(node, "lpar", ())) or isinstance(node, _ATOMIC)
+    tokens = [t for t in tokens if t.type != tokenize.ENDMARKER]
+    if node is None:
+        return False
+    if _wrapped(tokens):
+        return True
+    if isinstance(node, (ast.Constant, ast.JoinedStr)):
+        return sum(t.type == tokenize.STRING for t in tokens) <= 1
+    return isinstance(node, _ATOMIC)
 
 
 def bind_args(ann: Annotation, pattern: Pattern) -> dict[str, Arg]:

@@ -49,3 +49,24 @@ def test_completion_makes_the_group_ready() -> None:
     assert list(buf.ready) == [0] and buf.completed == 2
     with pytest.raises(ValueError, match="VAL_IN_SET failed"):
         buf.complete(buf.trajs[1])  # already DONE
+
+
+def test_trajectory_moves_only_along_its_table() -> None:
+    """`Trajectory.move` is the lifecycle (design 0.7.0): allowed moves happen, any other is
+    ValueError naming both states and leaves the state as it was."""
+    traj = Trajectory(tid=0, gid=0, prompt_tokens=4, max_tokens=64, context_tokens=4)
+    for target in (TrajState.RUNNING, TrajState.QUEUED, TrajState.RUNNING, TrajState.ENV):
+        traj.move(target)
+        assert traj.state is target
+    with pytest.raises(ValueError, match="VAL_STATE_TRANSITION failed") as info:
+        traj.move(TrajState.RUNNING)  # an env step answers first
+    assert "ENV" in str(info.value) and "RUNNING" in str(info.value)
+    assert traj.state is TrajState.ENV
+    traj.move(TrajState.DONE)
+    traj.move(TrajState.TRAINING)
+    traj.move(TrajState.DONE)  # a failed step returns its batch
+    with pytest.raises(ValueError, match="VAL_STATE_TRANSITION failed"):
+        traj.move(TrajState.QUEUED)  # done work never waits again
+    traj.move(TrajState.DROPPED)
+    assert Trajectory.TRANSITIONS[TrajState.DROPPED] == frozenset()
+    assert set(Trajectory.TRANSITIONS) == set(TrajState)

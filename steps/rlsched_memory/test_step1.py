@@ -33,3 +33,38 @@ def test_the_shared_rate_caps_a_full_rank() -> None:
     for rid in range(4):
         rank._start_decode(rid, 0, 100)
     assert rank.speed() == pytest.approx(2.5)  # 10 / 4 < 1 / 0.01
+
+
+def test_a_new_rank_keeps_its_figures_and_starts_empty() -> None:
+    rank = MemoryRank(rate=100.0, step_s=0.1, kv_s=0.001, prefill_s=0.01, budget=10, capacity=1000)
+    assert (rank.rate, rank.step_s, rank.kv_s, rank.prefill_s) == (100.0, 0.1, 0.001, 0.01)
+    assert (rank.budget, rank.capacity) == (10, 1000)
+    assert (rank.clock, rank.progress, rank.prefill_left) == (0.0, 0.0, 0.0)
+    assert (rank.base_sum, rank.start_sum, rank.cache_sum) == (0, 0.0, 0)
+    assert (rank.prefilled, rank.preemptions, rank.kv_area, rank.busy_s) == (0, 0, 0.0, 0.0)
+    assert rank.targets == rank.starts == rank.bases == rank.tids == rank.earlier == {}
+    assert rank.heap == [] and list(rank.queue) == [] and list(rank.cache) == []
+    assert rank.prefilling is None
+    rank._advance(3.0)  # idle: the clock moves, nothing is busy or held
+    assert (rank.clock, rank.busy_s, rank.kv_area, rank.progress) == (3.0, 0.0, 0.0, 0.0)
+
+
+def test_a_prefill_holds_its_context_and_adds_a_chunk_to_each_step() -> None:
+    rank = MemoryRank(rate=100.0, step_s=0.1, kv_s=0.001, prefill_s=0.01, budget=10, capacity=1000)
+    rank._start_decode(1, 100, 50)
+    rank.prefilling = (2, 7, 120, 30)  # request 2 of trajectory 7: 120 tokens of context
+    rank.prefill_left = 120.0
+    assert rank.load == 2
+    assert rank.running_kv() == 100 + 120
+    rank.cache[5] = 40
+    rank.cache_sum = 40
+    assert rank.used() == 100 + 120 + 40
+    # a step: 0.1 fixed + 100 decoding KV tokens x 0.001 + a chunk of 10 x 0.01
+    assert rank.step_time() == pytest.approx(0.1 + 0.1 + 0.1)
+    assert rank.prefill_speed() == pytest.approx(10 / 0.3)
+    assert rank.speed() == pytest.approx(1 / 0.3)
+    rank._advance(0.6)  # two steps: 20 tokens prefilled, 2 decoded
+    assert rank.prefill_left == pytest.approx(100.0)
+    assert rank.progress == pytest.approx(2.0)
+    assert rank.busy_s == pytest.approx(0.6) and rank.clock == 0.6
+    assert rank.kv_area == pytest.approx(0.6 * (220 + 222) / 2)

@@ -102,3 +102,38 @@ def test_remove_keeps_the_prefix_and_answers_what_was_generated() -> None:
     assert rank.remove(2.0, 1) is None and rank.load == 0
     rank.clear()
     assert not rank.cache and rank.cache_sum == 0
+
+
+def test_a_global_pool_fetches_what_the_rank_lacks_instead_of_prefilling_it() -> None:
+    # fetch at 1e-4 s per token: a tenth of a prefill token's 1 ms, i.e. 10 fetched tokens
+    # occupy the prefill slot like 1 prefilled token
+    rank = MemoryRank(
+        rate=1e6, step_s=0.1, kv_s=0.0, prefill_s=0.001, budget=100, capacity=10_000, fetch_s=1e-4
+    )
+    # 1,000 tokens of context, 800 of them computed on another rank: fetch 800 (worth 80
+    # prefill tokens) and prefill 200: 280 tokens of prefill work at 500/s = 0.56 s, then
+    # 10 tokens at 10/s
+    rank.submit(0.0, 1, 7, 1000, 10, pooled=800)
+    assert rank.prefill_left == pytest.approx(280.0)
+    assert _drain(rank) == [(pytest.approx(1.56), 1, 10)]
+    assert (rank.prefilled, rank.fetched) == (200, 800) and rank.pooled == {}
+    # the rank's own prefix comes first: 1,010 cached, the pool adds nothing beyond it
+    rank.submit(2.0, 2, 7, 1100, 10, pooled=1010)
+    assert rank.prefill_left == pytest.approx(90.0)
+    _drain(rank)
+    assert (rank.prefilled, rank.fetched) == (290, 800)
+    # a pooled context longer than what the rank caches: only the difference is fetched
+    rank.submit(5.0, 3, 7, 2000, 10, pooled=1500)
+    assert rank.prefill_left == pytest.approx(500 + 390 * 0.1)
+    _drain(rank)
+    assert (rank.prefilled, rank.fetched) == (790, 1190)
+
+
+def test_without_a_pool_everything_missing_is_prefilled_and_a_removed_request_forgets_it() -> None:
+    rank = _rank(capacity=10_000)
+    rank.submit(0.0, 1, 7, 1000, 10, pooled=0)
+    assert rank.prefill_left == pytest.approx(1000.0) and rank.fetched == 0
+    rank.submit(0.0, 2, 8, 500, 10, pooled=500)  # waits behind the prefill
+    assert rank.pooled == {2: 500}
+    assert rank.remove(0.1, 2) == 0
+    assert rank.pooled == {}

@@ -79,6 +79,7 @@ def test_an_answer_replaces_the_account_and_a_rejected_one_changes_nothing() -> 
     assert parts.router.kv_free == [CAP, 870, CAP] and parts.stats.ignored_events == 1
     parts.router.release(1, 10)  # an answer without a figure keeps the account
     assert parts.router.kv_free == [CAP, 870, CAP]
+    parts.buffer.trajs[0].move(TrajState.QUEUED)  # queued again, as the turn loop would
     parts.router.dispatch(parts.buffer.trajs[0], 0)
     with pytest.raises(ValueError, match="VAL_INT_RANGE"):
         parts.router.release(2, 1, CAP + 1)  # more free than the rank has: refused

@@ -67,3 +67,71 @@ def test_preflight_refuses_a_vllm_engine_without_a_gpu() -> None:
             "rollout.engine: vllm needs a CUDA GPU and none is usable here "
             "(use engine: kv)"
         ]
+
+
+def test_defaults_and_bounds_of_the_run_settings() -> None:
+    from rlsched.runtime.config import RolloutConfig, RunSettings
+
+    run = RunSettings()
+    assert (run.steps, run.seed, run.eval_episodes) == (20, 0, 64)
+    assert (run.worker_restarts, run.train_retries) == (2, 2)
+    edge = RunSettings(steps=1, eval_episodes=0, worker_restarts=0, train_retries=0)
+    assert (edge.steps, edge.eval_episodes, edge.worker_restarts, edge.train_retries) == (
+        1,
+        0,
+        0,
+        0,
+    )
+    for key in ("steps", "eval_episodes", "worker_restarts", "train_retries"):
+        low = 0 if key == "steps" else -1
+        with pytest.raises(ConfigError, match=f"run.{key}"):
+            load_run_config({**EXAMPLE, "run": {key: low}})
+    rollout = RolloutConfig()
+    assert (rollout.engine, rollout.temperature, rollout.max_turn_tokens) == ("kv", 1.0, 1)
+    with pytest.raises(ConfigError, match="rollout.max_turn_tokens"):
+        load_run_config({**EXAMPLE, "rollout": {"max_turn_tokens": 0}})
+
+
+def test_every_section_is_frozen() -> None:
+    from pydantic import ValidationError
+
+    cfg = load_run_config(None)
+    for section, key, value in (
+        (cfg.run, "steps", 3),
+        (cfg.rollout, "max_turn_tokens", 2),
+        (cfg.env, "name", "faulty-grid"),
+        (cfg.env.latency, "mean_s", 1.0),
+    ):
+        with pytest.raises(ValidationError, match="frozen"):
+            setattr(section, key, value)
+
+
+def test_the_context_rule_is_inclusive_and_waived_for_a_model_path(tmp_path: object) -> None:
+    cfg = load_run_config(None)
+    at_limit = {**EXAMPLE, "scheduler": {**EXAMPLE["scheduler"]}}
+    at_limit["scheduler"]["max_tokens"] = cfg.model.max_positions
+    assert load_run_config(at_limit).scheduler.max_tokens == cfg.model.max_positions
+    at_limit["scheduler"]["max_tokens"] = cfg.model.max_positions + 1
+    with pytest.raises(ConfigError, match="exceeds"):
+        load_run_config(at_limit)
+    both = {**EXAMPLE, "devices": {"count": 4, "train": 2, "gpus_per_rank": 2}}
+    both["scheduler"] = {**EXAMPLE["scheduler"], "max_tokens": 5000}
+    with pytest.raises(ConfigError) as info:
+        load_run_config(both)
+    assert len(info.value.problems) == 2
+    # a checkpoint brings its own context length: the rule is not checked against the sizes
+    waived = {**EXAMPLE, "model": {"path": str(tmp_path)}}
+    waived["scheduler"] = {**EXAMPLE["scheduler"], "max_tokens": 5000}
+    assert load_run_config(waived).scheduler.max_tokens == 5000
+
+
+def test_a_yaml_path_loads(tmp_path: object) -> None:
+    from pathlib import Path
+
+    path = Path(tmp_path) / "run.yaml"
+    path.write_text(
+        "devices: {count: 3, train: 1}\nscheduler: {max_tokens: 512}\nrun: {steps: 5}\n",
+        encoding="utf-8",
+    )
+    cfg = load_run_config(path)
+    assert cfg.num_devices == 3 and cfg.run.steps == 5 and cfg.run.seed == 0

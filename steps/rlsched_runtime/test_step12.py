@@ -113,3 +113,46 @@ def test_the_environment_pool_dying_ends_the_run_in_one_line() -> None:
         assert "\n" not in str(info.value) and not driver.lost  # no device blamed
     finally:
         ray.shutdown()
+
+
+def test_a_failed_training_call_fails_its_step_and_a_stranger_s_death_is_raised() -> None:
+    """Answers the loop cannot see in a healthy run: a training call that raises (its actor
+    alive) is one failed attempt of the step; an actor the driver does not know dying under a
+    device call is not swallowed."""
+    from ray.exceptions import RayActorError
+
+    from rlsched.core.events import TrainingDone
+    from rlsched.runtime.driver import Pending
+
+    start_ray()
+    try:
+        driver = make_driver(tiny())
+        notes: list[str] = []
+        driver.notify = notes.append
+
+        @ray.remote(num_cpus=0)
+        def broken() -> None:
+            raise ValueError("bad batch")
+
+        ref = broken.remote()
+        ray.wait([ref], timeout=60)
+        driver._step_info = {"step": 4}
+        events = driver._answer(ref, Pending("train", 1, driver.now(), (4, 2)))
+        assert events == [TrainingDone(pytest.approx(driver.now(), abs=5), 4, 3, ok=False)]
+        assert driver.counters["train_errors"] == 1 and driver._step_info is None
+        assert driver.train_failures == 1 and len(notes) == 1
+        assert notes[0].startswith("training step 4 failed (RayTaskError(ValueError)")
+
+        @ray.remote(num_cpus=0)
+        class Stranger:
+            def ping(self) -> int:
+                return 0
+
+        stranger = Stranger.remote()
+        ray.kill(stranger, no_restart=True)
+        ref = stranger.ping.remote()
+        ray.wait([ref], timeout=60)
+        with pytest.raises(RayActorError):
+            driver._answer(ref, Pending("offload", 0, driver.now(), (3,)))
+    finally:
+        ray.shutdown()

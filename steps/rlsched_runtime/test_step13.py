@@ -54,3 +54,33 @@ def test_ray_timeline_when_asked(tmp_path: Path) -> None:
     run_training(tiny(), 1, None, None, png, ray_timeline=True)
     ray_tasks = json.loads(png.with_suffix(".ray.json").read_text())
     assert any("offload" in str(e.get("name", "")) for e in ray_tasks)
+
+
+def test_engine_and_switch_totals_sum_the_devices() -> None:
+    from rlsched.runtime.cluster import engine_totals, switch_totals
+    from rlsched.runtime.workers import SwitchRecord, Timing
+
+    stats = [
+        {"version": 3, "generated": 10, "spec_drafted": 8, "spec_accepted": 6,
+         "spec_rounds": 2, "spec_tokens": 9, "forward_passes": 4},
+        {"version": 3, "generated": 5, "spec_drafted": 4, "spec_accepted": 2,
+         "spec_rounds": 2, "spec_tokens": 3, "forward_passes": 2},
+    ]  # fmt: skip
+    total = engine_totals(stats)
+    assert "version" not in total and total["generated"] == 15 and total["spec_tokens"] == 12
+    # 1 + 8 accepted drafts over 4 rounds; 12 tokens over 6 forward passes
+    assert total["acceptance_length"] == 3.0 and total["tokens_per_pass"] == 2.0
+    plain = engine_totals([{"version": 1, "generated": 7, "forward_passes": 7}])
+    assert plain == {"generated": 7, "forward_passes": 7, "acceptance_length": 0.0,
+                     "tokens_per_pass": 0.0}  # fmt: skip
+    assert engine_totals([]) == {"acceptance_length": 0.0, "tokens_per_pass": 0.0}
+
+    def switch(mib: int, unpark_s: float, park_s: float) -> SwitchRecord:
+        return SwitchRecord(Timing(0.0, unpark_s), Timing(5.0, 5.0 + park_s), mib * 2**20,
+                            mib * 2**20)  # fmt: skip
+
+    assert switch_totals([]) == {"count": 0, "mib_mean": 0.0, "unpark_s_mean": 0.0,
+                                 "park_s_mean": 0.0}  # fmt: skip
+    idle = SwitchRecord(Timing(0.0, 0.0), Timing(0.0, 0.0), 0, 0)  # moved nothing: not counted
+    totals = switch_totals([switch(64, 0.5, 0.25), idle, switch(192, 1.5, 0.75)])
+    assert totals == {"count": 2, "mib_mean": 128.0, "unpark_s_mean": 1.0, "park_s_mean": 0.5}

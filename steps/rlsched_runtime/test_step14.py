@@ -92,3 +92,21 @@ def test_help_everywhere() -> None:
 
     out = CliRunner().invoke(cli, ["run", "-h"])
     assert out.exit_code == 0 and "--print-config" in out.output and "--ray-timeline" in out.output
+
+
+def test_a_run_that_fails_exits_1_with_one_line(tmp_path: Path, monkeypatch) -> None:
+    """The environment pool's process dies at the first environment step (steps/dying_env.py):
+    `rlsched run` stops with exit status 1 and one `rlsched run: ...` line naming the fault."""
+    import os
+
+    steps = str(Path(__file__).resolve().parents[1])
+    monkeypatch.syspath_prepend(steps)
+    # the Ray workers started by the run import the environment from there too
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([steps, os.environ.get("PYTHONPATH", "")]))
+    config = tmp_path / "dying.yaml"
+    data = {**TINY, "env": {"name": "dying_env:DyingGrid"}, "run": {"steps": 1, "eval_episodes": 0}}
+    config.write_text(yaml.safe_dump(data))
+    out = CliRunner().invoke(run, [str(config)])
+    assert out.exit_code == 1, out.output
+    assert "rlsched run: the environment pool died: " in out.output
+    assert not ray.is_initialized()

@@ -36,7 +36,20 @@ def test_a_real_mode_and_its_simulation(tmp_path: Path) -> None:
     assert result["mode"] == "timeshare" and result["step_time_s"] > 0
     assert result["accounting"]["trained"] == 48
     assert result["sim_step_time_s"] > 0 and abs(result["sim_error"]) < 10
-    data = json.loads((tmp_path / "timeshare.sim.json").read_text())
+    # the figures come from the run's own rows (timeshare.jsonl): the last row's clock
+    # over the steps, the trajectories over that clock
+    rows = [json.loads(line) for line in (tmp_path / "timeshare.jsonl").read_text().splitlines()]
+    rows = [r for r in rows if "step" in r]
+    assert [r["step"] for r in rows] == [1, 2, 3]
+    assert result["step_time_s"] == round(rows[-1]["time_s"] / 3, 3)
+    per_s = sum(r["trajectories"] for r in rows) / rows[-1]["time_s"]
+    assert result["trajectories_per_s"] == round(per_s, 2)
+    # the simulator's step time over the real one, less 1
+    error = round(result["sim_step_time_s"] / result["step_time_s"] - 1.0, 4)
+    assert result["sim_error"] == error
+    text = (tmp_path / "timeshare.sim.json").read_text()
+    data = json.loads(text)
+    assert text == json.dumps(data, indent=2)  # written for people to read
     sim = load_sim_config(data)
     assert sim.cost.decode_rank_tokens_per_s.value > 0 and not sim.cost.prefix_cache
     assert sim_config(tiny(), data["cost"], tmp_path / "timeshare.trace.jsonl", 3) == data

@@ -37,3 +37,31 @@ def test_counts_that_disagree_with_the_core_are_errors() -> None:
         store.add_group(0, [1])
     with pytest.raises(ValueError, match="VAL_IN_SET"):
         store.begin_turn(1, 42, 21, 2, 0)
+
+
+def test_an_answer_closes_its_request_and_observations_accumulate() -> None:
+    store = TrajectoryStore(3)
+    assert store.add_group(1, [5]) == (3, 4, 5)
+    rec = store.records[4]
+    assert (rec.rid, rec.reward, rec.env_steps, rec.failed, rec.turns) == (None, 0.0, 0, False, [])
+    assert rec.pending_ids == [] and rec.pending_lps == []
+    # an observation before any turn (the environment's first answer) records no turn
+    assert store.add_observation(4, [6], 0.25, env_s=1.0)
+    assert rec.turns == [] and rec.tokens == [5, 6] and rec.logprobs == [0.0, 0.0]
+    assert store.begin_turn(7, 4, 1, 2, 0) == [5, 6]
+    assert rec.rid == 7
+    assert store.add_generated(7, 4, [8, 9], [-0.5, -0.25])
+    # the answer closes request 7: a second answer under the same id is not kept
+    assert rec.rid is None
+    assert not store.add_generated(7, 4, [10], [-1.0])
+    assert rec.pending_ids == [8, 9] and rec.pending_lps == [-0.5, -0.25]
+    assert store.commit_turn(4) == [8, 9]
+    assert rec.pending_ids == [] and rec.pending_lps == []  # committed, nothing pending
+    assert store.add_observation(4, [11, 12, 13], 0.5, env_s=0.1234567)
+    assert rec.turns == [[2, 3, 0.123457]]
+    assert rec.tokens == [5, 6, 8, 9, 11, 12, 13]
+    assert rec.gen_mask == [False, False, True, True, False, False, False]
+    assert rec.logprobs == [0.0, 0.0, -0.5, -0.25, 0.0, 0.0, 0.0]
+    assert rec.reward == 0.75 and rec.env_steps == 2
+    # the other trajectories of the group are untouched
+    assert store.records[3].tokens == [5] and store.records[5].env_steps == 0

@@ -17,8 +17,47 @@ def test_first_pushed_sample_is_the_probe_others_are_unknown() -> None:
     assert queue.priority(t1) == queue.priority(t2) == (-1, 0)  # no finished turn yet
     t0.turn = 1
     assert queue.priority(t0) == (-1, 0)  # only the probe's first turn is a probe
-    queue._groups[t0.gid].estimate = 40
-    assert queue.priority(t1) == (0, -40)  # known: longest first (lower is earlier)
+    queue._groups[t0.gid].bound = 25
+    assert queue.priority(t1) == (-1, -25)  # unknown: by the bound, longest first
+    queue._groups[t0.gid].estimate = 20
+    queue._groups[t0.gid].bound = 40
+    assert queue.priority(t1) == (0, -40)  # known: by the bound, longest first
+
+
+def test_a_chunk_end_reports_progress_and_re_ranks_the_group() -> None:
+    buf = TrajectoryBuffer(3, 10**6)
+    a0, a1, a2 = (buf.trajs[t] for t in buf.admit_group(5).tids)
+    b0, b1, b2 = (buf.trajs[t] for t in buf.admit_group(5).tids)
+    queue = ContextAwarePlacement()
+    for traj in (a0, a1, a2, b0, b1, b2):
+        queue.push(traj)
+    stamps = dict(queue._live)
+    # b's probe comes back from a chunk with 4,096 kept tokens (the core counted them)
+    queue._live.pop(b0.tid)
+    b0.resume_tokens = 4096
+    queue.push(b0, front=True)
+    info = queue._groups[b0.gid]
+    assert info.bound == 4096 and info.estimate is None
+    assert queue.priority(b1) == (-1, -4096) and queue.priority(a1) == (-1, 0)
+    # b's queued members got new entries; a's did not
+    heap = queue._heaps[None]
+    assert sum(entry[4] is b1 for entry in heap) == 2
+    assert sum(entry[4] is a1 for entry in heap) == 1
+    assert queue._live[b1.tid] == stamps[b1.tid]
+    # a smaller report changes nothing; a pushed-back turn without kept tokens reports nothing
+    size = len(heap)
+    queue._live.pop(b0.tid)
+    b0.resume_tokens = 100
+    queue.push(b0, front=True)
+    assert info.bound == 4096 and len(heap) == size + 1
+    queue._live.pop(a0.tid)
+    queue.push(a0, front=True)
+    assert queue._groups[a0.gid].bound == 0
+    # a back push (a new turn) does not report progress either
+    a2.resume_tokens = 999
+    queue._live.pop(a2.tid)
+    queue.push(a2)
+    assert queue._groups[a0.gid].bound == 0
 
 
 def test_front_pushes_count_down_and_keys_get_their_own_structures() -> None:

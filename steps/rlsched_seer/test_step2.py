@@ -88,3 +88,46 @@ def test_dropped_turns_are_skipped_and_counted_out() -> None:
     t0.state = TrajState.DROPPED
     assert len(queue) == 2
     assert queue.pop() is t1 and queue.pop() is None and len(queue) == 0
+
+
+def test_unknown_groups_run_by_progress_and_a_finish_makes_a_group_known() -> None:
+    buf = TrajectoryBuffer(3, 10**6)
+    (a0, a1, a2), (b0, b1, b2), (c0, c1, c2) = _groups(buf, 3, 3)
+    queue = ContextAwarePlacement(fifo_every=100)
+    for traj in (a0, a1, a2, b0, b1, b2, c0, c1, c2):
+        queue.push(traj)
+    assert [queue.pop() for _ in range(3)] == [a0, b0, c0]  # the probes
+    # a's probe ran two chunks, c's one; b's has not reported yet
+    for probe, kept in ((a0, 8192), (c0, 4096)):
+        probe.state = TrajState.QUEUED
+        probe.resume_tokens = kept
+        queue.push(probe, front=True)
+    assert [queue.pop(), queue.pop()] == [c0, a0]  # probes' chunks first, front order
+    # unknown groups: the one known to run longest first, then the others, FIFO among equals
+    assert [queue.pop() for _ in range(2)] == [a1, a2]
+    # b's probe finishes short: b is known (200) and ranks after c's unknown samples
+    b0.generated_tokens = 200
+    queue.finished(b0)
+    assert queue._groups[b0.gid].estimate == 200 and queue._groups[b0.gid].bound == 200
+    assert [queue.pop() for _ in range(4)] == [c1, c2, b1, b2]
+    assert queue.pop() is None
+
+
+def test_a_finish_below_the_bound_still_makes_the_group_known() -> None:
+    buf = TrajectoryBuffer(3, 10**6)
+    (a0, a1, a2), (b0, b1, b2) = _groups(buf, 2, 3)
+    queue = ContextAwarePlacement(fifo_every=100)
+    for traj in (a0, a1, a2, b0, b1, b2):
+        queue.push(traj)
+    assert [queue.pop() for _ in range(3)] == [a0, b0, a1]
+    a0.state = TrajState.QUEUED
+    a0.resume_tokens = 5000
+    queue.push(a0, front=True)
+    assert queue.pop() is a0
+    a1.generated_tokens = 300  # a's second sample finishes below what the probe reached
+    queue.finished(a1)
+    info = queue._groups[a0.gid]
+    assert (info.estimate, info.bound) == (300, 5000)
+    assert queue.priority(a2) == (0, -5000)
+    assert [queue.pop(), queue.pop()] == [b1, b2]  # unknown b before known a
+    assert queue.pop() is a2

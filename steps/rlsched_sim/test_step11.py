@@ -2,6 +2,8 @@
 
 from pathlib import Path
 
+import pytest
+
 from rlsched.config import RlschedConfig
 from rlsched.core.commands import Dispatch, LoadPrompts
 from rlsched.core.events import PromptsLoaded, Started
@@ -65,3 +67,63 @@ def test_a_dispatch_records_whether_it_reaches_the_end_of_its_turn() -> None:
     ends = {rid: simulation._requests[rid][4] for rid in (0, 1, 2)}
     assert ends == {0: False, 1: True, 2: True}
     assert [simulation._requests[rid][3] for rid in (0, 1, 2)] == [True, True, True]
+
+
+def test_a_whole_run_on_one_device_adds_up_by_hand() -> None:
+    """Two steps of one trajectory each: prompt 100, two turns of 50 generated tokens in chunks
+    of 25, 10 observation tokens and 1 s of environment after each turn; prefill 0.01 s a
+    token (no prefix cache), 10 tokens/s per request, training 2 s + 0.001 s a token."""
+    simulation = _chunked_simulation()
+    seen = []
+    simulation.observer = lambda event, commands: seen.append((event, commands))
+    result = simulation.run(2)
+    assert result.events == len(seen)
+    # turn 1: prefill 100 (1 s) + 25 tokens (2.5 s), then prefill 125 again + 25 tokens: 7.25 s;
+    # env 1 s; turn 2 from 160 and 185 tokens: 8.45 s; env 1 s; train 2 + 0.001 * 220 s
+    step = 7.25 + 1.0 + 8.45 + 1.0 + 2.22
+    assert result.step_done == pytest.approx([step, 2 * step])
+    assert result.trained_trajectories == 2 and result.stale_dropped == 0
+    assert result.useful_tokens == 2 * 100 and result.decoded_tokens == 2 * 100
+    assert result.trained_prefill_tokens == 2 * (100 + 2 * 10)
+    assert result.trained_context_tokens == 2 * 220
+    assert result.prefill_tokens == 2 * (100 + 125 + 160 + 185)
+    assert result.batch_train_s == pytest.approx([2.22, 2.22])
+    # the critical path: prefill 100, 2 x (50 tokens at 10/s + 1 s env), prefill 10 obs tokens
+    assert result.batch_path_s == pytest.approx([13.1, 13.1])
+    assert result.trajectory_seconds == pytest.approx([step - 2.22, step - 2.22])
+    assert result.batch_tail_s == [0.0, 0.0]
+    kinds = [type(c).__name__ for _, commands in seen for c in commands]
+    assert kinds.count("Dispatch") == 8 and kinds.count("StartEnvStep") == 4
+    assert kinds.count("Train") == 2 and kinds.count("Offload") == 2
+    done = [e for e, _ in seen if type(e).__name__ == "EnvStepDone"]
+    assert [(e.turn, e.obs_tokens, e.done) for e in done[:2]] == [(0, 10, False), (1, 10, True)]
+    spans = [s for s in simulation.timeline.spans if s.device == 0][:5]
+    assert [s.kind for s in spans] == ["rollout", "idle", "rollout", "idle", "train"]
+    assert [s.end for s in spans] == pytest.approx([7.25, 8.25, 16.7, 17.7, step])
+
+
+def test_an_environment_step_answers_or_times_out_at_its_deadline() -> None:
+    from rlsched.core.commands import DropStale, StartEnvStep
+    from rlsched.core.events import EnvStepDone, EnvStepTimedOut
+
+    simulation = _chunked_simulation()
+    simulation._dispatch(Dispatch(0, 0, 0, 0, 0, 100, 0, 25, 0, None))
+    record = simulation._trajs[0]
+    path = record.path_s
+    simulation.now = 3.0
+    simulation._execute([StartEnvStep(0, 0, 4.0)])  # the 1 s step ends exactly at 4.0
+    simulation._execute([StartEnvStep(0, 1, 3.5)])  # the last turn's step would end at 4.0
+    answers = sorted(simulation._heap)
+    assert [(at, type(e)) for at, _, e, _ in answers] == [
+        (3.5, EnvStepTimedOut),
+        (4.0, EnvStepDone),
+    ]
+    timed_out, answered = answers[0][2], answers[1][2]
+    assert (timed_out.tid, timed_out.turn) == (0, 1)
+    assert (answered.tid, answered.turn, answered.obs_tokens, answered.done) == (0, 0, 10, False)
+    assert record.path_s == pytest.approx(path + 1.0 + 0.5)
+    simulation._heap.clear()
+    simulation._execute([StartEnvStep(0, 1, 9.0)])
+    assert simulation._heap[0][2].done  # turn 1 is the last of two
+    simulation._execute([DropStale((0,), (0,))])
+    assert 0 not in simulation._trajs and simulation.result.stale_dropped == 1

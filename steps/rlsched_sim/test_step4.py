@@ -57,3 +57,25 @@ def test_the_paper_derives_its_kv_capacity_and_a_rank_without_room_is_refused() 
         ConfigError, match=r"cost\.kv: no memory left for the KV cache on a rank of 4 GPUs"
     ):
         load_sim_config(data)
+
+
+def test_a_global_kv_pool_needs_the_memory_model_and_its_bandwidth() -> None:
+    sim = load_sim_config(ROOT / "examples" / "seer_workload.yaml")
+    assert sim.policies["sync+context+divided+pool"].kv_pool == "global"
+    assert sim.policies["sync+context"].kv_pool == "per_rank"
+    data = yaml.safe_load((ROOT / "examples" / "seer_workload.yaml").read_text())
+    del data["cost"]["kv"]["pool_gb_per_s"]
+    with pytest.raises(ConfigError) as caught:
+        load_sim_config(data)
+    assert caught.value.problems == [
+        f"policies.{name}.kv_pool: a global KV pool needs cost.kv with pool_gb_per_s"
+        " (the bandwidth a rank fetches KV from the pool at)"
+        for name in (
+            "sync+fifo+divided+pool",
+            "sync+context+divided+pool",
+            "sync+oracle+divided+pool",
+        )
+    ]
+    del data["cost"]["kv"]
+    with pytest.raises(ConfigError, match=r"policies\.sync\+fifo\+divided\+pool\.kv_pool"):
+        load_sim_config(data)

@@ -52,3 +52,61 @@ def test_trace_replay_wraps_groups_and_samples(tmp_path: Path) -> None:
     assert work.turns(0, 1) == (Turn(3, 4, 1.0),)
     assert work.turns(0, 2) == (Turn(1, 2, 0.5),)
     assert work.turns(1, 6) == (Turn(5, 6, 2.0),)
+
+
+def _gen(work: Workload, groups: int, size: int) -> list[list[int]]:
+    return [[work.turns(g, size * g + i)[0].gen for i in range(size)] for g in range(groups)]
+
+
+def test_gen_within_group_sigma_correlates_a_groups_responses() -> None:
+    from rlsched.sim.params import Sourced
+
+    single = MODEL.model_copy(
+        update={"turns": MODEL.turns.model_copy(update={"median": 1.0, "sigma": 0.0, "max": 1.0})}
+    )
+    plain = Workload(single, 3, 8, 10**6)
+    tight = Workload(
+        single.model_copy(update={"gen_within_group_sigma": Sourced(value=0.1, source="test")}),
+        3,
+        8,
+        10**6,
+    )
+    for work in (plain, tight):
+        groups = _gen(work, 300, 8)
+        within = statistics.fmean(statistics.pstdev(g) / statistics.fmean(g) for g in groups)
+        work.spread = within  # type: ignore[attr-defined]
+    # without the option a group's samples spread as much as any draws (sigma 0.8), with
+    # sigma 0.1 about a tenth of that
+    assert plain.spread > 0.5
+    assert tight.spread < 0.15
+    # the group's median is its own: every sample of group 0 lies within 50% of it
+    median = tight._gen_median(0)
+    assert median == tight._gen_median(0)
+    assert all(0.5 * median <= t <= 1.5 * median for t in _gen(tight, 1, 8)[0])
+    # clipped to gen_tokens' bounds
+    assert all(1 <= t <= MODEL.gen_tokens.max for g in _gen(tight, 300, 8) for t in g)
+
+
+def test_without_the_option_the_draws_are_unchanged() -> None:
+    from rlsched.sim.params import Sourced
+
+    base = Workload(MODEL, 5, 8, 65536)
+    assert base._gen_spread is None
+    # what sim 0.4.1 drew for this trajectory, before the option existed
+    plan = base.turns(2, 17)
+    assert (len(plan), [t.gen for t in plan[:5]], sum(t.gen for t in plan)) == (
+        41,
+        [308, 548, 531, 475, 64],
+        15289,
+    )
+    other = Workload(
+        MODEL.model_copy(update={"gen_within_group_sigma": Sourced(value=0.3, source="test")}),
+        5,
+        8,
+        65536,
+    )
+    first, second = base.turns(2, 17), other.turns(2, 17)
+    # the same turn count, observations and latencies: only the generated tokens differ
+    assert len(first) == len(second)
+    assert [(t.obs, t.env_s) for t in first] == [(t.obs, t.env_s) for t in second]
+    assert [t.gen for t in first] != [t.gen for t in second]

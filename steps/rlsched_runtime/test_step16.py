@@ -1,0 +1,144 @@
+"""Step 16 of design/rlsched_runtime.md: `rlsched bench` checked out of sample, with the costs
+of a calibration profile measured apart, signed errors per figure over repeats."""
+
+import json
+from pathlib import Path
+
+import pytest
+import ray
+import yaml
+from click.testing import CliRunner
+from runtime_parts import TINY, start_ray, tiny
+
+from rlsched.cli import cli
+from rlsched.runtime.bench import (
+    bench_mode,
+    load_profile,
+    mode_config,
+    operating_point,
+    signed_errors,
+    sim_figures,
+    summarize_repeats,
+)
+from rlsched.runtime.calibrate import fit_profile, measure, profile_costs
+from rlsched.sim.runner import PolicyRun
+from rlsched.sim.shell import SimResult
+from rlsched.sim.workload import TraceGroup, Turn, write_trace
+from rlsched.timeline import Timeline
+
+
+def test_the_operating_point_comes_from_the_config_and_the_trace(tmp_path: Path) -> None:
+    trace = tmp_path / "t.jsonl"
+    # sample 1: 3 tokens at contexts 5, 6, 7, then 1 token at 5 + 3 + 2 = 10; sample 2: 2
+    # tokens at 5 and 6: (5 + 6 + 7 + 10 + 5 + 6) / 6 = 6.5
+    write_trace([TraceGroup(5, ((Turn(3, 2, 0.0), Turn(1, 0, 0.0)), (Turn(2, 1, 0.0),)))], trace)
+    batch, context, why = operating_point(tiny(), trace)
+    # timeshare: 16 x (1 + 1) live trajectories over both devices' ranks
+    assert (batch, context) == (16.0, 6.5)
+    assert "32 live trajectories / 2 rollout ranks" in why and "6 decoded tokens" in why
+    dis = tiny(scheduler={"mode": "disaggregated", "max_inflight_per_rank": 20})
+    assert operating_point(dis, trace)[0] == 20.0  # one rollout rank, capped
+    sync = tiny(scheduler={"mode": "disaggregated", "staleness": 0, "train_batch_size": 8})
+    assert operating_point(sync, trace)[0] == 8.0
+    four = tiny(devices={"count": 4, "train": 2})
+    assert operating_point(four, trace)[0] == 8.0  # 32 live over 4 rollout devices
+    colocate = mode_config(tiny(devices={"count": 4}), "colocate")
+    assert operating_point(colocate, trace)[0] == 8.0
+
+
+def test_the_simulated_figures_read_shrink_and_expand_from_the_timeline() -> None:
+    timeline = Timeline(2)
+    for now, kind in ((0, "rollout"), (10, "offload"), (12.5, "train"), (20, "reload")):
+        timeline.set(1, kind, now)
+    for now, kind in ((21, "sync"), (23, "rollout"), (30, "offload"), (31, "reload")):
+        timeline.set(1, kind, now)  # the last reload never returns to rollout
+    timeline.set(0, "rollout", 0)
+    timeline.set(0, "offload", 5)
+    timeline.set(0, "rollout", 6.5)
+    timeline.close(35)
+    result = SimResult("ts", 2, 1, (1,), 1, timeline=timeline)
+    summary = {"step_time_s": 12.34567, "rollout_tokens_per_s": 99.123}
+    figures = sim_figures(PolicyRun("ts", result, summary))
+    assert figures == {
+        "step_time_s": 12.346,
+        "rollout_tokens_per_s": 99.12,
+        "shrink_s": round((2.5 + 1 + 1.5) / 3, 4),
+        "expand_s": 3.0,
+    }
+    empty = sim_figures(PolicyRun("ts", SimResult("ts", 2, 1, (1,), 1), summary))
+    assert empty["shrink_s"] is None and empty["expand_s"] is None
+
+
+def test_signed_errors_and_the_repeats_table() -> None:
+    real = {"step_time_s": 2.0, "shrink_s": None, "expand_s": 0.0, "rollout_tokens_per_s": 10.0}
+    sim = {"step_time_s": 3.0, "shrink_s": 1.0, "expand_s": 1.0, "rollout_tokens_per_s": 8.0}
+    assert signed_errors(real, sim) == {
+        "step_time_s": 0.5,
+        "shrink_s": None,
+        "expand_s": None,
+        "rollout_tokens_per_s": -0.2,
+    }
+
+    def ran(mode: str, real: tuple[float, float | None], sim: tuple[float, float]) -> dict:
+        keys = ("step_time_s", "shrink_s")
+        return {"mode": mode, "real": dict(zip(keys, real)), "sim": dict(zip(keys, sim))}
+
+    results = [
+        ran("timeshare", (2.0, 0.1), (2.2, 0.1)),
+        ran("disaggregated", (5.0, None), (4.0, 0.3)),
+        ran("timeshare", (4.0, 0.3), (2.3, 0.2)),
+        {"mode": "colocate", "real": {"step_time_s": 1.0}},  # no simulation: left out
+    ]
+    rows = summarize_repeats(results)
+    assert [(r["mode"], r["figure"]) for r in rows] == [
+        ("timeshare", "step_time_s"),
+        ("timeshare", "shrink_s"),
+        ("disaggregated", "step_time_s"),
+    ]
+    step = rows[0]
+    assert (step["real"], step["real_min"], step["real_max"], step["repeats"]) == (3.0, 2.0, 4.0, 2)
+    assert step["sim"] == pytest.approx(2.25) and step["error"] == pytest.approx(-0.25)
+    assert step["errors"] == pytest.approx([0.1, -0.425])
+    assert rows[1]["real"] == pytest.approx(0.2) and rows[1]["error"] == pytest.approx(-0.25)
+    assert rows[2]["errors"] == pytest.approx([-0.2]) and rows[2]["real_min"] == 5.0
+
+
+def test_a_profile_that_is_not_one_is_refused_in_one_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text("{not json", encoding="utf-8")
+    with pytest.raises(Exception, match="bad.json: not a calibration profile"):
+        load_profile(bad)
+    partial = tmp_path / "partial.json"
+    partial.write_text(json.dumps({"decode": {}, "sync_s": {}}), encoding="utf-8")
+    with pytest.raises(Exception, match="missing prefix_cache, prefill_s_per_token, train_s"):
+        load_profile(partial)
+    config = tmp_path / "tiny.yaml"
+    config.write_text(yaml.safe_dump(TINY), encoding="utf-8")
+    args = ["bench", str(config), "--profile", str(partial), "--out", str(tmp_path / "b")]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 1 and "Traceback" not in result.output, result.output
+    assert result.output.strip().count("\n") == 0 and "missing" in result.output
+    assert not ray.is_initialized() and not (tmp_path / "b").exists()  # nothing started
+
+
+def test_a_real_mode_simulated_with_a_profile_measured_apart(tmp_path: Path) -> None:
+    cfg = tiny()
+    profile = fit_profile(measure(cfg, repeats=1, decode_steps=2))
+    start_ray()
+    try:
+        result = bench_mode(cfg, "timeshare", 2, tmp_path, sim=True, profile=profile)
+    finally:
+        ray.shutdown()
+    batch, context, why = operating_point(cfg, tmp_path / "timeshare.trace.jsonl")
+    assert result["costs_from"] == f"profile {profile['created']}: {why}"
+    data = json.loads((tmp_path / "timeshare.sim.json").read_text())
+    assert data["cost"] == json.loads(json.dumps(profile_costs(profile, batch, context, why)))
+    real, sim = result["real"], result["sim"]
+    assert result["accounting"]["trained"] == 32 and real["step_time_s"] > 0
+    assert real["step_time_s"] == result["step_time_s"] and real["shrink_s"] is not None
+    assert real["rollout_tokens_per_s"] > 0 and sim["rollout_tokens_per_s"] > 0
+    # the simulator offloads in exactly the profile's offload time: that is its shrink
+    assert sim["shrink_s"] == pytest.approx(profile["offload_s"]["value"], abs=1e-4)
+    assert result["errors"] == signed_errors(real, sim)
+    assert result["sim_error"] == result["errors"]["step_time_s"]
+    assert result["sim_step_time_s"] == sim["step_time_s"]
