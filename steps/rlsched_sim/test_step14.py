@@ -40,9 +40,11 @@ def test_a_global_kv_pool_fetches_moved_chunks_instead_of_prefilling_them() -> N
     runs = run_policies(sim, list(sim.policies), 1)
     per_rank, pooled = runs["per_rank"].result, runs["global"].result
     # the same work generated either way; the pool takes every re-prefill of a moved chunk's
-    # context and kept tokens off, leaving the prompts and whatever preemption recomputes
+    # context and kept tokens off, leaving the prompts and whatever preemption recomputes.
+    # With memory reported, prefix affinity (design/rlsched_routing.md 0.6.0) sends most chunks
+    # back to the rank holding their KV; the ones that still move cost per_rank a re-prefill
     assert per_rank.decoded_tokens == pooled.decoded_tokens
-    assert pooled.prefill_tokens < 0.5 * per_rank.prefill_tokens
+    assert pooled.prefill_tokens < per_rank.prefill_tokens
     # no preemption in this small world: with the pool only the prompts are prefilled, as
     # without chunks
     undivided = runs["undivided"].result
