@@ -105,12 +105,12 @@ def test_a_moved_chunk_prefills_context_and_kept_tokens_a_kept_one_nothing() -> 
     sim = Simulation(cfg, sim_cfg.cost, work)
     chunk = sch.chunk_tokens
     prompt = work.prompt_tokens(0)
-    sim._dispatch(Dispatch(0, 0, 0, 0, 0, prompt, 0, chunk, 0, None))
+    sim._dispatch(Dispatch(0, 0, 0, 0, 0, prompt, 0, chunk, 0, None, True))
     assert sim.result.prefill_tokens == prompt
     sim._note(RequestFinished(1.0, 0, chunk))  # a chunk end on rank 0
-    sim._dispatch(Dispatch(1, 0, 0, 0, 0, prompt, chunk, chunk, 0, None))  # same rank
+    sim._dispatch(Dispatch(1, 0, 0, 0, 0, prompt, chunk, chunk, 0, None, True))  # same rank
     assert sim.result.prefill_tokens == prompt  # cached there: nothing to prefill
     sim._note(RequestFinished(2.0, 1, chunk))
-    sim._dispatch(Dispatch(2, 0, 0, 0, 1, prompt, 2 * chunk, chunk, 0, None))  # moved
+    sim._dispatch(Dispatch(2, 0, 0, 0, 1, prompt, 2 * chunk, chunk, 0, None, True))  # moved
     assert sim.result.prefill_tokens == 2 * prompt + 2 * chunk
     assert sim._trajs[0].gen_kept == 0  # no turn finished yet

@@ -40,8 +40,11 @@ def test_dispatch_carries_everything_a_shell_needs() -> None:
         "max_new_tokens",
         "version",
         "env_deadline",
+        "chunked",
     ]
     assert d == Dispatch(1, 2, 0, 3, 4, 900, 20, 100, 2, None)
+    assert d.chunked is False  # a whole turn unless the core says it is a chunk
+    assert Dispatch(1, 2, 0, 3, 4, 900, 20, 100, 2, None, True) != d
     assert Dispatch(1, 2, 0, 3, 4, 900, 20, 100, 2, 630.5).env_deadline == 630.5
     with pytest.raises(dataclasses.FrozenInstanceError):
         d.rank = 5  # type: ignore[misc]

@@ -38,22 +38,44 @@ def test_started_loads_prompts_and_dispatches_on_the_ranks() -> None:
 
 def _chunked_simulation() -> Simulation:
     """One device, turns of exactly 50 tokens, chunks of 25."""
-    cfg = RlschedConfig.model_validate({
-        "devices": {"count": 1},
-        "scheduler": {"mode": "colocate", "train_batch_size": 1, "group_size": 1, "staleness": 0,
-                      "max_tokens": 10_000, "chunk_tokens": 25},
-    })
+    cfg = RlschedConfig.model_validate(
+        {
+            "devices": {"count": 1},
+            "scheduler": {
+                "mode": "colocate",
+                "train_batch_size": 1,
+                "group_size": 1,
+                "staleness": 0,
+                "max_tokens": 10_000,
+                "chunk_tokens": 25,
+            },
+        }
+    )
     s = lambda v: {"value": v, "source": "step check"}  # noqa: E731
-    cost = CostModel.model_validate({
-        "decode_rank_tokens_per_s": s(100), "decode_request_tokens_per_s": s(10),
-        "prefill_s_per_token": s(0.01), "prefix_cache": False, "train_s_per_token": s(0.001),
-        "train_fixed_s": s(2), "sync_s": s(0), "offload_s": s(0), "reload_s": s(0),
-    })
+    cost = CostModel.model_validate(
+        {
+            "decode_rank_tokens_per_s": s(100),
+            "decode_request_tokens_per_s": s(10),
+            "prefill_s_per_token": s(0.01),
+            "prefix_cache": False,
+            "train_s_per_token": s(0.001),
+            "train_fixed_s": s(2),
+            "sync_s": s(0),
+            "offload_s": s(0),
+            "reload_s": s(0),
+        }
+    )
     d = lambda v: {"median": v, "source": "step check"}  # noqa: E731
-    model = WorkloadModel.model_validate({
-        "prompt_tokens": d(100), "turns": d(2), "turns_within_group_sigma": s(0),
-        "gen_tokens": d(50), "obs_tokens": d(10), "env_step_s": d(1.0),
-    })
+    model = WorkloadModel.model_validate(
+        {
+            "prompt_tokens": d(100),
+            "turns": d(2),
+            "turns_within_group_sigma": s(0),
+            "gen_tokens": d(50),
+            "obs_tokens": d(10),
+            "env_step_s": d(1.0),
+        }
+    )
     return Simulation(cfg, cost, Workload(model, 0, 1, 10_000))
 
 
@@ -61,12 +83,13 @@ def test_a_dispatch_records_whether_it_reaches_the_end_of_its_turn() -> None:
     """The shell knows the turn's length (0.3.0): a dispatch that can generate all the turn
     still lacks will end the turn (its finish says `stopped`); one cut by the chunk will not."""
     simulation = _chunked_simulation()
-    simulation._dispatch(Dispatch(0, 0, 0, 0, 0, 100, 0, 25, 0, None))  # 25 of 50
-    simulation._dispatch(Dispatch(1, 0, 0, 0, 0, 100, 25, 25, 0, None))  # the last 25
-    simulation._dispatch(Dispatch(2, 0, 0, 0, 0, 100, 10, 100, 0, None))  # 40 left, room for 100
+    simulation._dispatch(Dispatch(0, 0, 0, 0, 0, 100, 0, 25, 0, None, chunked=True))  # 25 of 50
+    simulation._dispatch(Dispatch(1, 0, 0, 0, 0, 100, 25, 25, 0, None, chunked=True))  # last 25
+    simulation._dispatch(Dispatch(2, 0, 0, 0, 0, 100, 10, 100, 0, None))  # the turn's rest
     ends = {rid: simulation._requests[rid][4] for rid in (0, 1, 2)}
     assert ends == {0: False, 1: True, 2: True}
-    assert [simulation._requests[rid][3] for rid in (0, 1, 2)] == [True, True, True]
+    # the chunk each was given, from the command (0: not a chunk); the shell decides nothing
+    assert [simulation._requests[rid][3] for rid in (0, 1, 2)] == [25, 25, 0]
 
 
 def test_a_whole_run_on_one_device_adds_up_by_hand() -> None:
