@@ -18,10 +18,17 @@ def test_outputs(tmp_path: Path) -> None:
         {"mean_reward": 0.5, "step": 1},
         {"kind": "summary"},
     ]
-    rec.write_trace(tmp_path / "trace.json")
-    events = json.loads((tmp_path / "trace.json").read_text())["traceEvents"]
-    assert {(e["name"], e["tid"]) for e in events} == {("rollout", 0), ("offload", 1), ("train", 1)}
-    assert events[0]["dur"] == 1.5e6
+    rec.write_trace(tmp_path / "t" / "trace.json")  # one writer for both shells: names too
+    events = json.loads((tmp_path / "t" / "trace.json").read_text())["traceEvents"]
+    spans = [e for e in events if e["ph"] == "X"]
+    assert {(e["name"], e["tid"]) for e in spans} == {("rollout", 0), ("offload", 1), ("train", 1)}
+    assert spans[0]["dur"] == 1500000 and spans[1]["ts"] == 200000 and spans[1]["dur"] == 200000
+    names = {(e["name"], e.get("tid"), e["args"]["name"]) for e in events if e["ph"] == "M"}
+    assert names == {
+        ("process_name", None, "rlsched run"),
+        ("thread_name", 0, "device 0"),
+        ("thread_name", 1, "device 1"),
+    }
     rec.plot(tmp_path / "t.png", "two devices", marks=[1.4])
     assert (tmp_path / "t.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert rec.as_dicts()[0] == {"device": 0, "kind": "rollout", "start": 0.0, "end": 1.5}
