@@ -16,6 +16,7 @@ from rlsched.runtime.bench import (
     load_profile,
     mode_config,
     operating_point,
+    short_number,
     signed_errors,
     sim_figures,
     summarize_repeats,
@@ -101,6 +102,17 @@ def test_signed_errors_and_the_repeats_table() -> None:
     assert step["errors"] == pytest.approx([0.1, -0.425])
     assert rows[1]["real"] == pytest.approx(0.2) and rows[1]["error"] == pytest.approx(-0.25)
     assert rows[2]["errors"] == pytest.approx([-0.2]) and rows[2]["real_min"] == 5.0
+
+
+def test_numbers_in_the_tables_are_short() -> None:
+    assert [short_number(x) for x in (0.000495, 2.7227, 99.96, 100.0, 1522.18, -4471.2)] == [
+        "0.000495",
+        "2.72",
+        "100",
+        "100",
+        "1,522",
+        "-4,471",
+    ]
 
 
 def test_a_profile_that_is_not_one_is_refused_in_one_line(tmp_path: Path) -> None:
