@@ -13,7 +13,7 @@ from rlsched.core.events import (
     Started,
 )
 from rlsched.sim.params import load_sim_config
-from rlsched.sim.shell import Simulation, TrajRecord
+from rlsched.sim.shell import PendingRequest, Simulation, TrajRecord
 from rlsched.sim.workload import Workload
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -59,11 +59,11 @@ def test_a_whole_chunk_that_stopped_closes_the_turn_in_the_record() -> None:
     cfg = type(cfg).model_validate(mapping)
     simulation = Simulation(cfg, sim.cost, Workload(sim.workload, 0, 4, 16384))
     simulation._trajs[0] = TrajRecord(0, 100, context=100)
-    simulation._requests[0] = (0, 1, 0, 64, False)  # tid 0 on rank 1, no kept tokens
+    simulation._requests[0] = PendingRequest(0, 1, 0, 64, False)  # tid 0 on rank 1, no kept tokens
     simulation._note(RequestFinished(1.0, 0, 64))
     record = simulation._trajs[0]
     assert (record.context, record.gen_kept, record.cached_tokens) == (100, 0, 164)
-    simulation._requests[1] = (0, 1, 64, 64, True)  # the turn's last chunk
+    simulation._requests[1] = PendingRequest(0, 1, 64, 64, True)  # the turn's last chunk
     simulation._note(RequestFinished(2.0, 1, 64, stopped=True))
     assert (record.context, record.gen_kept, record.cached_tokens) == (228, 128, 228)
     assert record.cached_rank == 1 and simulation._requests == {}
@@ -79,7 +79,7 @@ def test_note_keeps_each_trajectory_record_as_events_arrive() -> None:
     lone = min(rate, cap)  # no KV model on four_gpu: a lone request decodes at the cap
     record = TrajRecord(5, 10, context=10)
     simulation._trajs[5] = record
-    simulation._requests[7] = (5, 1, 0, 0, False)
+    simulation._requests[7] = PendingRequest(5, 1, 0, 0, False)
     simulation._note(RequestFinished(3.0, 7, 30))
     assert (record.context, record.gen_kept, record.cached_tokens) == (40, 30, 40)
     assert (record.cached_rank, record.last_event) == (1, 3.0)
@@ -90,14 +90,14 @@ def test_note_keeps_each_trajectory_record_as_events_arrive() -> None:
     simulation._note(EnvStepDone(5.0, 5, 1, 3, True))  # the last observation is no prefill
     assert (record.context, record.obs, record.last_event) == (55, 15, 5.0)
     assert record.path_s == pytest.approx(30 / lone + 12 * prefill)
-    simulation._requests[8] = (5, 1, 0, 0, False)
+    simulation._requests[8] = PendingRequest(5, 1, 0, 0, False)
     simulation._note(RequestAborted(6.0, 8, 4))
     assert (record.context, record.gen_kept, record.last_event) == (55, 30, 6.0)
     assert simulation._requests == {}
     simulation._note(EnvStepTimedOut(7.0, 5, 2))
     assert (record.context, record.last_event) == (55, 7.0)
     # a trajectory that is gone (trained or dropped): its late events are absorbed
-    simulation._requests[9] = (99, 0, 0, 0, False)
+    simulation._requests[9] = PendingRequest(99, 0, 0, 0, False)
     simulation._note(RequestFinished(8.0, 9, 5))
     simulation._note(EnvStepDone(8.0, 99, 0, 5, False))
     simulation._note(EnvStepTimedOut(8.0, 99, 0))
@@ -114,7 +114,7 @@ def test_a_longer_context_makes_a_lone_token_slower_with_memory() -> None:
     paths = []
     for tid, context in ((0, 10), (1, 100_000)):
         simulation._trajs[tid] = TrajRecord(tid, context, context=context)
-        simulation._requests[tid] = (tid, 0, 0, 0, False)
+        simulation._requests[tid] = PendingRequest(tid, 0, 0, 0, False)
         simulation._note(RequestFinished(1.0, tid, 50))
         paths.append(simulation._trajs[tid].path_s)
     assert 0 < paths[0] < paths[1]
