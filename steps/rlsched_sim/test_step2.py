@@ -3,7 +3,7 @@
 import json
 from pathlib import Path
 
-from rlsched.timeline import Timeline, plot_timelines, write_perfetto
+from rlsched.timeline import Span, Timeline, plot_timelines, write_perfetto, write_span_trace
 
 
 def _timeline() -> Timeline:
@@ -29,6 +29,17 @@ def test_perfetto_trace_has_one_thread_per_device_and_no_idle_slices(tmp_path: P
     assert {e["name"] for e in slices} == {"rollout", "offload", "train", "reload"}
     train = next(e for e in slices if e["name"] == "train" and e["tid"] == 2)
     assert (train["ts"], train["dur"]) == (12_000_000, 18_000_000)
+
+
+def test_span_trace_leaves_idle_out_and_makes_its_directory(tmp_path: Path) -> None:
+    path = tmp_path / "runs" / "trace.json"  # the directory does not exist yet
+    spans = [Span(0, 0.0, 1.5, "rollout"), Span(0, 1.5, 2.0, "idle"), Span(1, 0.25, 0.5, "sync")]
+    write_span_trace({"rlsched run": (2, spans)}, path)
+    events = json.loads(path.read_text())["traceEvents"]
+    slices = [(e["name"], e["tid"], e["ts"], e["dur"]) for e in events if e["ph"] == "X"]
+    assert slices == [("rollout", 0, 0, 1_500_000), ("sync", 1, 250_000, 250_000)]
+    names = [e["args"]["name"] for e in events if e["ph"] == "M"]
+    assert names == ["rlsched run", "device 0", "device 1"]
 
 
 def test_plot_writes_a_png(tmp_path: Path) -> None:
