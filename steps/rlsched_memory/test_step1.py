@@ -45,6 +45,10 @@ def test_a_new_rank_keeps_its_figures_and_starts_empty() -> None:
     assert rank.targets == rank.starts == rank.bases == rank.tids == rank.earlier == {}
     assert rank.heap == [] and list(rank.queue) == [] and list(rank.cache) == []
     assert rank.prefilling is None
+    assert (rank.fetch_s, rank.host_capacity, rank.host_s, rank.move_s) == (0.0, 0, 0.0, 0.0)
+    assert (rank.fetched, rank.loaded, rank.moved, rank.host_sum) == (0, 0, 0, 0)
+    assert rank.transfer_left == 0.0
+    assert rank.pooled == rank.moving == {} and list(rank.host) == []
     rank._advance(3.0)  # idle: the clock moves, nothing is busy or held
     assert (rank.clock, rank.busy_s, rank.kv_area, rank.progress) == (3.0, 0.0, 0.0, 0.0)
 
@@ -68,3 +72,29 @@ def test_a_prefill_holds_its_context_and_adds_a_chunk_to_each_step() -> None:
     assert rank.progress == pytest.approx(2.0)
     assert rank.busy_s == pytest.approx(0.6) and rank.clock == 0.6
     assert rank.kv_area == pytest.approx(0.6 * (220 + 222) / 2)
+
+
+def test_a_transfer_holds_the_context_without_a_prefill_chunk() -> None:
+    rank = MemoryRank(rate=100.0, step_s=0.1, kv_s=0.001, prefill_s=0.01, budget=10, capacity=1000)
+    rank._start_decode(1, 100, 50)
+    rank.prefilling = (2, 7, 120, 30)
+    rank.prefill_left = 20.0
+    rank.transfer_left = 0.5  # copying 100 tokens in before prefilling the last 20
+    assert rank.running_kv() == 100 + 120
+    assert rank.step_time() == pytest.approx(0.1 + 0.1)  # no prefill chunk while copying
+    assert rank.prefill_speed() == 0.0 and rank.speed() == pytest.approx(5.0)
+    rank._advance(0.4)
+    assert rank.transfer_left == pytest.approx(0.1) and rank.prefill_left == 20.0
+    assert rank.progress == pytest.approx(2.0)
+    rank._advance(0.5)  # the copy is done; the prefill starts with a chunk per step
+    assert rank.transfer_left == 0.0 and rank.prefill_left == 20.0
+    progress = 2.0 + 0.1 / (0.1 + 0.102)  # decoded on at 1 / (0.1 + 102 x 0.001) tokens/s
+    assert rank.progress == pytest.approx(progress)
+    assert rank.step_time() == pytest.approx(0.1 + (100 + progress) * 0.001 + 0.1)
+    rank._advance(0.5 + 1e-10)
+    assert rank.transfer_left == 0.0
+    rank._start_decode(3, 0, 5)
+    rank.pooled[4] = 10
+    rank.moving[4] = 20
+    rank._start_decode(4, 0, 5)  # what was offered to a request is forgotten once it decodes
+    assert rank.pooled == rank.moving == {}

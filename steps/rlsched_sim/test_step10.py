@@ -118,3 +118,44 @@ def test_a_longer_context_makes_a_lone_token_slower_with_memory() -> None:
         simulation._note(RequestFinished(1.0, tid, 50))
         paths.append(simulation._trajs[tid].path_s)
     assert 0 < paths[0] < paths[1]
+
+
+def test_a_finished_request_adds_the_kv_it_held_to_its_trajectory_need() -> None:
+    """The memory bound's input (0.7.0): n tokens from position b on, each held at
+    min(position, capacity) for the lone-stream latency at b."""
+    sim = load_sim_config(ROOT / "examples" / "paper_160gpu.yaml")
+    cfg = sim.policy_config("timeshare")
+    work = Workload(sim.workload, 0, cfg.scheduler.group_size, cfg.scheduler.max_tokens)
+    simulation = Simulation(cfg, sim.cost, work)
+    capacity = simulation._capacity
+    assert capacity == 212_973
+    step_s, kv_s = 1 / 50.0, simulation._kv_s
+    # 1,000 context + 200 kept tokens, 300 new: positions 1,200 .. 1,499
+    simulation._trajs[0] = TrajRecord(0, 1000, context=1000)
+    simulation._requests[0] = PendingRequest(0, 2, 200, 0, False)
+    simulation._note(RequestFinished(1.0, 0, 300))
+    latency = step_s + 1200 * kv_s
+    held = sum(range(1200, 1500))
+    assert simulation._trajs[0].kv_need == pytest.approx(held * latency)
+    read = 300 * 1200 * (step_s / capacity + kv_s)
+    assert simulation._trajs[0].kv_read_s == pytest.approx(read)
+    # near the capacity: positions past it count at the capacity
+    base = capacity - 10
+    simulation._trajs[1] = TrajRecord(1, base, context=base)
+    simulation._requests[1] = PendingRequest(1, 2, 0, 0, False)
+    simulation._note(RequestFinished(1.0, 1, 30))
+    held = sum(range(base, capacity)) + 20 * capacity
+    assert simulation._trajs[1].kv_need == pytest.approx(held * (step_s + base * kv_s))
+    read = 30 * base * (step_s / capacity + kv_s)
+    assert simulation._trajs[1].kv_read_s == pytest.approx(read)
+    over = TrajRecord(2, 0, context=capacity + 500)  # a lone request past the capacity
+    simulation._trajs[2] = over
+    simulation._requests[2] = PendingRequest(2, 2, 0, 0, False)
+    simulation._note(RequestFinished(1.0, 2, 10))
+    assert over.kv_read_s == pytest.approx(10 * capacity * (step_s / capacity + kv_s))
+    # without a memory model nothing is needed
+    plain = _simulation()
+    plain._trajs[0] = TrajRecord(0, 10, context=10)
+    plain._requests[0] = PendingRequest(0, 1, 0, 0, False)
+    plain._note(RequestFinished(1.0, 0, 30))
+    assert plain._trajs[0].kv_need == 0.0 == plain._trajs[0].kv_read_s and plain._capacity == 0

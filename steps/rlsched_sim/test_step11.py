@@ -150,3 +150,72 @@ def test_an_environment_step_answers_or_times_out_at_its_deadline() -> None:
     assert simulation._heap[0][2].done  # turn 1 is the last of two
     simulation._execute([DropStale((0,), (0,))])
     assert 0 not in simulation._trajs and simulation.result.stale_dropped == 1
+
+
+def _paper(policy: str, **options: object) -> tuple[Simulation, Workload]:
+    sim = load_sim_config(ROOT / "examples" / "paper_160gpu.yaml")
+    cfg = sim.policy_config(policy)
+    work = Workload(sim.workload, 0, cfg.scheduler.group_size, cfg.scheduler.max_tokens)
+    return Simulation(cfg, sim.cost, work, **options), work
+
+
+def test_the_pool_offers_what_the_last_rank_still_holds_in_host_memory() -> None:
+    """0.7.0: with a host tier the global pool is the ranks' host tiers read by every rank."""
+    from rlsched.sim.shell import TrajRecord
+
+    for host, kept, pooled in ((True, 1200, 1200), (True, 0, 0), (False, 0, 1500)):
+        simulation, work = _paper("timeshare", kv_pool="global", kv_host=host)
+        simulation._trajs[0] = TrajRecord(0, 100, context=1500, cached_rank=2, cached_tokens=1500)
+        if kept:
+            simulation.ranks[2].host[0] = kept  # what rank 2's host tier still holds
+        turn = work.turns(0, 0)[1]
+        simulation._dispatch(Dispatch(4, 0, 0, 1, 5, 1600, 0, turn.gen, 0, None))
+        rank = simulation.ranks[5]
+        assert (rank.fetched, rank.prefilled) == (pooled, 1600 - pooled), (host, kept)
+
+
+def test_an_aborted_turn_s_kv_moves_to_its_next_rank_once() -> None:
+    from rlsched.core.commands import Abort
+    from rlsched.core.events import RequestAborted
+
+    simulation, work = _paper("timeshare", kv_migration="move")
+    prompt = work.prompt_tokens(0)
+    simulation._dispatch(Dispatch(10, 0, 0, 0, 3, prompt, 0, 4000, 0, None))
+    source = simulation.ranks[3]
+    assert source.complete(source.next_time()) == []  # the prompt is prefilled: it decodes
+    simulation.now = 3.0
+    simulation._execute([Abort(3, (10,))])
+    at, _, answer, _ = simulation._heap[-1]
+    assert isinstance(answer, RequestAborted) and at == 3.0 and answer.new_tokens > 0
+    record = simulation._trajs[0]
+    assert record.moved == prompt + answer.new_tokens
+    simulation._note(answer)
+    simulation._dispatch(Dispatch(11, 0, 0, 0, 4, prompt, answer.new_tokens, 4000, 0, None))
+    rank = simulation.ranks[4]
+    assert (rank.moved, rank.prefilled) == (prompt + answer.new_tokens, 0)
+    assert rank.transfer_left == pytest.approx(rank.moved * rank.move_s)
+    assert record.moved == 0  # sent once
+    # without kv_migration: move nothing is remembered, the next rank prefills
+    plain, _ = _paper("timeshare")
+    plain._dispatch(Dispatch(10, 0, 0, 0, 3, prompt, 0, 4000, 0, None))
+    plain.now = 3.0
+    plain._execute([Abort(3, (10,))])
+    assert plain._trajs[0].moved == 0
+
+
+def test_a_trained_batch_records_its_kv_need_and_the_rollout_ranks_it_trains_on() -> None:
+    from rlsched.core.commands import Train, TrainSample
+    from rlsched.sim.shell import TrajRecord
+
+    for policy, ranks in (("timeshare", 16), ("disaggregated", 0), ("colocate", 20)):
+        simulation, _ = _paper(policy)
+        for tid, need in ((0, 5.0), (1, 7.5)):
+            simulation._trajs[tid] = TrajRecord(0, 10, context=10)
+            simulation._trajs[tid].kv_need = need
+            simulation._trajs[tid].kv_read_s = need / 10
+        devices = simulation.cfg.train_devices()
+        samples = tuple(TrainSample(tid, 0, (0,), False) for tid in (0, 1))
+        simulation._train(Train(1, devices, 0, samples))
+        result = simulation.result
+        assert result.batch_kv_s == [12.5] and result.batch_read_s == [1.25]
+        assert result.batch_train_ranks == [ranks], policy

@@ -128,3 +128,22 @@ def test_a_turn_of_whole_chunks_ends_with_its_last_chunk() -> None:
     assert result.prefill_tokens == 100 + 125 + 160 + 185
     assert result.decoded_tokens == result.useful_tokens == 100
     assert simulation.core.stats.chunk_ends == 2
+
+
+def test_a_run_sums_what_its_memory_ranks_copied_instead_of_prefilling() -> None:
+    """0.7.0: host loads, pool fetches and moved KV, summed over the ranks at the end."""
+    from kv_world import kv_world
+
+    from rlsched.sim.workload import Workload as W
+
+    sim = kv_world({"t": {"mode": "timeshare", "train": 2, "scheduler": {"migration": "resume"}}})
+    cfg = sim.policy_config("t")
+    work = W(sim.workload, 1, 4, 16384)
+    options = {"kv_pool": "global", "kv_host": True, "kv_migration": "move"}
+    simulation = Simulation(cfg, sim.cost, work, **options)
+    result = simulation.run(2)
+    ranks = simulation.ranks
+    assert result.kv_loaded == sum(r.loaded for r in ranks) > 0
+    assert result.kv_fetched == sum(r.fetched for r in ranks) > 0
+    assert result.kv_moved == sum(r.moved for r in ranks) > 0
+    assert result.prefill_tokens == sum(r.prefilled for r in ranks)

@@ -55,3 +55,25 @@ def test_a_global_kv_pool_fetches_moved_chunks_instead_of_prefilling_them() -> N
     assert {k: v for k, v in a.items() if k != "wall_s"} == {
         k: v for k, v in b.items() if k != "wall_s"
     }
+
+
+def test_a_policy_s_kv_options_reach_its_simulation() -> None:
+    from kv_world import kv_world
+
+    sim = kv_world(
+        {
+            "hbm": {"mode": "timeshare", "train": 2},
+            "host": {"mode": "timeshare", "train": 2, "kv_host": True},
+            "moving": {
+                "mode": "timeshare",
+                "train": 2,
+                "kv_migration": "move",
+                "scheduler": {"migration": "resume"},
+            },
+        }
+    )
+    runs = run_policies(sim, list(sim.policies), 2)
+    copies = {name: run.summary["kv_transfers"] for name, run in runs.items()}
+    assert copies["hbm"] == {"host": 0, "pool": 0, "moved": 0}
+    assert copies["host"]["host"] > 0 and copies["host"]["moved"] == 0
+    assert copies["moving"]["moved"] > 0 and copies["moving"]["host"] == 0

@@ -40,6 +40,7 @@ def test_json_report_has_every_field(tmp_path: Path) -> None:
     print_comparison(console, sim, runs, ideal, 2)
     text = console.export_text()
     assert "fraction of ideal" in text and "device time by activity" in text
+    assert "fraction of bound" in text and "prefill per decoded token" in text
     write_pictures(runs, tmp_path / "t.png", tmp_path / "t.json", "four")
     assert (tmp_path / "t.png").stat().st_size > 5_000
     assert json.loads((tmp_path / "t.json").read_text())["traceEvents"]

@@ -2,8 +2,10 @@
 
 from pathlib import Path
 
+from rich.console import Console
+
 from rlsched.sim.params import load_sim_config
-from rlsched.sim.sweep import migration_sweep, share_points, share_sweep
+from rlsched.sim.sweep import migration_sweep, migration_table, share_points, share_sweep
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -22,3 +24,19 @@ def test_sweeps_run_on_the_four_gpu_example() -> None:
     assert all(r["speedup_vs_disaggregated"] > 0 for r in rows)
     migration = migration_sweep(sim, 1, 1)
     assert [r["policy"] for r in migration] == ["timeshare+reissue", "timeshare+resume"]
+
+
+def test_the_migration_sweep_moves_kv_when_the_config_has_a_link() -> None:
+    from kv_world import kv_world
+
+    sim = kv_world({"timeshare": {"mode": "timeshare", "train": 2}})
+    rows = migration_sweep(sim, 1, 1)
+    names = [r["policy"] for r in rows]
+    assert names == ["timeshare+reissue", "timeshare+resume", "timeshare+resume+move"]
+    by_name = {r["policy"]: r for r in rows}
+    assert by_name["timeshare+resume+move"]["moved_tokens"] > 0
+    assert by_name["timeshare+reissue"]["moved_tokens"] == 0
+    assert all(r["prefill_per_decoded_token"] > 0 for r in rows)
+    text = Console(record=True, width=160)
+    text.print(migration_table(rows))
+    assert "moved tokens" in text.export_text()

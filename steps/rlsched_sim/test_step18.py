@@ -106,3 +106,62 @@ def test_reporting_memory_brings_turns_home_and_prefills_less() -> None:
         return prefilled / simulation.result.decoded_tokens
 
     assert prefill_per_decoded(told) < 0.8 * prefill_per_decoded(silent)
+
+
+def test_a_turn_as_large_as_the_whole_cache_runs_on_an_emptied_rank() -> None:
+    """A random world of tests/test_sim_properties.py stalled here: one rollout rank of 691
+    reported tokens, prompts up to 3,000 tokens; after requests came and went the empty rank
+    reported 690 free (a float residue of its running sums), the next turn needed all 691 and
+    fitted nowhere while nothing was in flight. An empty rank now reports its whole capacity
+    (design/rlsched_memory.md 0.3.0), and the run finishes."""
+    from rlsched.config import RlschedConfig
+    from rlsched.sim.params import WorkloadModel
+
+    cfg = RlschedConfig.model_validate(
+        {
+            "devices": {"count": 4, "train": 2, "gpus_per_rank": 2},
+            "scheduler": {
+                "mode": "disaggregated",
+                "train_batch_size": 16,
+                "group_size": 2,
+                "staleness": 0,
+                "max_turns": 1,
+                "max_tokens": 2000,
+                "env_timeout_s": 5.0,
+                "max_inflight_per_rank": 16,
+            },
+        }
+    )
+    s = lambda v: {"value": v, "source": "test figure"}  # noqa: E731
+    figures = {**KV, "weights_gb": 0, "activation_gb": 21.58}  # 0.02 GB a GPU: 697 tokens
+    cost = CostModel.model_validate(
+        {
+            "decode_rank_tokens_per_s": s(50.0),
+            "decode_request_tokens_per_s": s(30.0),
+            "prefill_s_per_token": s(0.0),
+            "train_s_per_token": s(1e-4),
+            "train_fixed_s": s(0),
+            "sync_s": s(0),
+            "offload_s": s(0),
+            "reload_s": s(0),
+            "kv": {k: s(v) for k, v in figures.items()},
+        }
+    )
+    def d(median: float, sigma: float, lo: float, hi: float) -> dict:
+        return {"median": median, "sigma": sigma, "min": lo, "max": hi, "source": "test figure"}
+
+    model = WorkloadModel.model_validate(
+        {
+            "prompt_tokens": d(600, 0.5, 1, 3000),
+            "turns": d(1, 0, 1, 8),
+            "turns_within_group_sigma": s(0.5),
+            "gen_tokens": d(80, 0, 1, 1000),
+            "obs_tokens": d(20, 1, 0, 300),
+            "env_step_s": d(1, 0, 0.01, 120),
+        }
+    )
+    simulation = Simulation(cfg, cost, Workload(model, 1, 2, 2000))
+    assert simulation._kv_tokens() == 691
+    result = simulation.run(2)
+    assert len(result.step_done) == 2
+    assert [simulation._kv_free(rank) for rank in range(2)] == [691, 691]

@@ -135,3 +135,18 @@ def test_bounds_of_sources_distributions_and_devices() -> None:
     for bad in ({"count": 0}, {"count": 2, "gpus_per_rank": 0}, {"count": 2.0}):
         with pytest.raises(ValidationError):
             DevicesSpec.model_validate(bad)
+
+
+def test_a_policy_s_kv_options_default_to_hbm_only() -> None:
+    from rlsched.sim.params import PolicySpec
+
+    spec = PolicySpec(mode="timeshare")
+    assert (spec.kv_pool, spec.kv_host, spec.kv_migration) == ("per_rank", False, "prefill")
+    tiered = PolicySpec(mode="timeshare", kv_host=True, kv_migration="move")
+    assert tiered.kv_host and tiered.kv_migration == "move"
+    with pytest.raises(ValidationError):
+        PolicySpec(mode="timeshare", kv_migration="teleport")
+    kv = _kv()
+    assert kv.host_gb is None and kv.host_gb_per_s is None and kv.link_gb_per_s is None
+    host = _kv(host_gb=100, host_gb_per_s=25, link_gb_per_s=50)
+    assert (host.host_gb.value, host.host_gb_per_s.value, host.link_gb_per_s.value) == (100, 25, 50)

@@ -79,3 +79,32 @@ def test_a_global_kv_pool_needs_the_memory_model_and_its_bandwidth() -> None:
     del data["cost"]["kv"]
     with pytest.raises(ConfigError, match=r"policies\.sync\+fifo\+divided\+pool\.kv_pool"):
         load_sim_config(data)
+
+
+def test_a_host_tier_and_moved_kv_need_their_figures() -> None:
+    sim = load_sim_config(ROOT / "examples" / "paper_160gpu.yaml")
+    assert sim.policies["timeshare"].kv_pool == "global"
+    assert sim.policies["timeshare-hbm"].kv_pool == "per_rank"
+    data = yaml.safe_load((ROOT / "examples" / "paper_160gpu.yaml").read_text())
+    data["policies"] = {
+        "tiered": {"mode": "timeshare", "train": 128, "kv_host": True},
+        "moving": {"mode": "timeshare", "train": 128, "kv_migration": "move"},
+    }
+    assert set(load_sim_config(data).policies) == {"tiered", "moving"}
+    del data["cost"]["kv"]["host_gb_per_s"]
+    del data["cost"]["kv"]["link_gb_per_s"]
+    with pytest.raises(ConfigError) as caught:
+        load_sim_config(data)
+    assert caught.value.problems == [
+        "policies.tiered.kv_host: a host KV tier needs cost.kv with host_gb and host_gb_per_s"
+        " (its memory and the bandwidth a GPU loads it at)",
+        "policies.moving.kv_migration: moving KV needs cost.kv with link_gb_per_s"
+        " (the bandwidth a GPU receives it at)",
+    ]
+    data["cost"]["kv"]["host_gb_per_s"] = {"value": 25, "source": "test"}
+    del data["cost"]["kv"]["host_gb"]
+    with pytest.raises(ConfigError, match=r"policies\.tiered\.kv_host"):
+        load_sim_config(data)
+    del data["cost"]["kv"]
+    with pytest.raises(ConfigError, match=r"policies\.moving\.kv_migration"):
+        load_sim_config(data)

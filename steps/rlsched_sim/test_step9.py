@@ -2,6 +2,8 @@
 
 from pathlib import Path
 
+import pytest
+
 from rlsched.sim.params import load_sim_config
 from rlsched.sim.shell import SimResult, Simulation, TrajRecord
 from rlsched.sim.workload import Workload
@@ -85,3 +87,34 @@ def test_ranks_read_kv_at_the_cost_model_rate_and_show_their_load() -> None:
     simulation._schedule_rank(1)
     kinds = [simulation.timeline.kind(d) for d in range(3 * tp)]
     assert kinds == ["idle"] * tp + ["rollout"] * tp + ["idle"] * tp
+
+
+def test_a_policy_s_kv_options_give_its_ranks_a_host_tier_and_moved_kv() -> None:
+    """0.7.0: `kv_host` sizes each rank's host tier from host_gb and prices its loads at
+    host_gb_per_s; `kv_migration: move` prices moved KV at link_gb_per_s; the ranks that ever
+    roll out are all but disaggregated's training ranks."""
+    sim = load_sim_config(ROOT / "examples" / "paper_160gpu.yaml")
+    kv = sim.cost.kv
+    token = kv.bytes_per_token(8)
+    assert token == 48_128
+    for name in ("timeshare", "disaggregated"):
+        cfg = sim.policy_config(name)
+        work = Workload(sim.workload, 0, cfg.scheduler.group_size, cfg.scheduler.max_tokens)
+        plain = Simulation(cfg, sim.cost, work)
+        rank = plain.ranks[0]
+        assert (rank.host_capacity, rank.host_s, rank.move_s, rank.fetch_s) == (0, 0.0, 0.0, 0.0)
+        options = {"kv_pool": "global", "kv_host": True, "kv_migration": "move"}
+        tiered = Simulation(cfg, sim.cost, work, **options)
+        rank = tiered.ranks[7]
+        assert rank.host_capacity == int(kv.host_gb.value * 1e9 // token)
+        assert rank.host_s == pytest.approx(token / (kv.host_gb_per_s.value * 1e9))
+        assert rank.move_s == pytest.approx(token / (kv.link_gb_per_s.value * 1e9))
+        assert rank.fetch_s == pytest.approx(token / (kv.pool_gb_per_s.value * 1e9))
+        assert (tiered._host, tiered._move, tiered._pool) == (True, True, True)
+    assert plain.result.rollout_ranks == 4 and plain._rollout_ranks == {0, 1, 2, 3}
+    timeshare = Simulation(sim.policy_config("timeshare"), sim.cost, work)
+    assert timeshare.result.rollout_ranks == 20
+    four = load_sim_config(ROOT / "examples" / "four_gpu.yaml")
+    work = Workload(four.workload, 0, 4, 16384)
+    memoryless = Simulation(four.policy_config("timeshare"), four.cost, work, kv_host=True)
+    assert memoryless._host is False and memoryless._capacity == 0
