@@ -288,3 +288,30 @@ def test_a_turn_larger_than_the_capacity_runs_alone_on_a_wholly_free_rank() -> N
     parts.router.kv_free = [CAP - 1, CAP, CAP]
     assert parts.router.place(traj, 0) is None
     assert parts.router.place(traj, 1) == 1
+
+
+def test_under_divided_rollout_a_chunk_plans_its_new_tokens_too() -> None:
+    """0.8.0: a chunk's footprint (context, kept tokens, the chunk) must fit, as in Seer's
+    Algorithm 2, and the account takes all of it; the last chunk plans only what is left."""
+    parts = CoreParts(
+        {
+            "devices": {"count": 3},
+            "scheduler": {
+                "mode": "colocate",
+                "train_batch_size": 6,
+                "group_size": 2,
+                "max_tokens": 500,
+                "chunk_tokens": 200,
+            },
+        }
+    )
+    parts.router.set_kv_capacity(CAP)
+    parts.buffer.admit_group(100)
+    first, last = parts.buffer.trajs[0], parts.buffer.trajs[1]
+    last.resume_tokens = 250  # 150 tokens left of the turn's budget: less than a chunk
+    parts.router.kv_free = [299, 300, CAP]
+    assert parts.router.place(first, 0) is None  # 100 of context fit, 300 do not
+    assert parts.router.place(first, 1) == 1
+    parts.router.dispatch(first, 1)
+    parts.router.dispatch(last, 2)
+    assert parts.router.kv_free == [299, 0, CAP - 500]  # 100 + 200, and 100 + 250 + 150
