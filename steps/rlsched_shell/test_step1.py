@@ -90,7 +90,7 @@ def test_a_shell_missing_a_handler_is_refused_when_its_class_is_made() -> None:
             def most(self, command: Command) -> None:
                 pass
 
-    assert str(info.value) == "Partial has no handler for LoadPrompts, Offload, InitialLayout"
+    assert str(info.value) == "Partial has no handler for LoadPrompts, Reload, InitialLayout"
 
 
 def test_one_class_may_not_mark_two_methods_for_one_type() -> None:
