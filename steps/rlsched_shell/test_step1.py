@@ -125,3 +125,17 @@ def test_a_subclass_overrides_by_name_or_by_a_new_mark() -> None:
     shell.execute(Reload(5, (1,)))
     assert [name for name, _ in shell.log] == ["override", "abort", "most"]
     assert Everything.handlers[Abort] is Everything.most  # the base's table is its own
+
+
+def test_the_base_class_hook_of_a_cooperating_base_still_runs() -> None:
+    seen: list[str] = []
+
+    class Registered:
+        def __init_subclass__(cls, **kwargs: object) -> None:
+            super().__init_subclass__(**kwargs)
+            seen.append(cls.__name__)
+
+    class Both(Everything, Registered):
+        pass
+
+    assert seen == ["Both"] and Both.handlers == Everything.handlers
