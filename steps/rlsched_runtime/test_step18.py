@@ -88,9 +88,16 @@ def test_a_training_step_answers_once_and_a_given_up_step_is_late(driver: Driver
     driver.execute(Train(1, (1,), 0, samples))
     assert answers(driver, Commit) == [] and len(driver.switches) == 1
     assert {s.kind for s in driver.recorder.spans if s.device == 1} >= {"unpark", "park"}
+    [step] = [p.op for p in driver._pending.values() if type(p.op) is TrainCall]
     [trained] = answers(driver, TrainCall)
     assert trained == TrainingDone(pytest.approx(driver.now(), abs=5), 1, 1, ok=True)
     [row] = driver.recorder.rows
+    assert driver._window == {}  # the next row measures the next step only
+    trains = [(s.device, s.start) for s in driver.recorder.spans if s.kind == "train"]
+    assert trains == [(1, step.sent)]
+    [offload] = [s for s in driver.recorder.spans if s.kind == "offload"]
+    assert row["offload_s"] == round(offload.end - offload.start, 4)
+    assert len(driver.step_ends) == 1 and row["time_s"] == round(driver.step_ends[0], 3)
     assert row["step"] == 1 and row["version"] == 1 and row["trajectories"] == 4
     assert row["train_devices"] == 1 and row["staleness_max"] == 0
     assert row["offload_s"] is not None and row["sync_s"] is None
