@@ -19,6 +19,8 @@ from tests.test_core_review import FifoShell, ReviewWorld, make_cfg
 
 
 def shells() -> set[type]:
+    import rlsched.sim.shell  # noqa: F401  (a shell once it subclasses Shell)
+
     pytest.importorskip("ray")
     from rlsched.runtime.driver import Driver
 
