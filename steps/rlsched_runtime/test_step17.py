@@ -29,7 +29,7 @@ EXPORTED: list = []  # the training step's weights, synced by the last check
 @pytest.fixture(scope="module")
 def driver() -> Iterator[Driver]:
     start_ray()
-    yield make_driver(tiny())
+    yield make_driver(tiny(run={"seed": 1}))  # prompts seeded from run.seed
     ray.shutdown()
 
 
@@ -68,6 +68,10 @@ def test_prompt_loads_take_the_next_groups(driver: Driver) -> None:
     assert driver.ledger.holds(first.op) and first.op.key == (PendingPrompts, 5)
     prompts = ray.get(ref)
     assert len(prompts) == 8 and prompts[0] == prompts[3]  # one seed per group
+    # run.seed * 1_000_003 + group (grid 3, goal 1 2 for group 0; goal 0 1 for group 1)
+    assert prompts[0] == ray.get(driver.envpool.reset.remote([99], [1_000_003]))[0]
+    assert prompts[4] == ray.get(driver.envpool.reset.remote([98], [1_000_004]))[0]
+    assert prompts[0] != prompts[4]
     driver.ledger.forget(first.op)
     driver.ledger.forget(second.op)
 
@@ -116,8 +120,16 @@ def test_a_training_step_is_one_record_with_its_references(driver: Driver) -> No
     assert commit.device == 1 and commit.op.command is op.command
     assert not driver.ledger.holds(commit.op)  # a commit answers nothing the core awaits
     assert ray.get(commit_ref).park.end >= ray.get(commit_ref).park.start
+    assert ray.get(op.checkpoint)["version"] == 1
     EXPORTED.append(weights_ref)
     driver.ledger.forget(op)
+    # the commit left the replica at version 1: the next step needs no checkpoint
+    driver.execute(Train(4, (1,), 1, samples))
+    [(weights_ref, pending)] = calls(driver, TrainCall)
+    assert set(ray.get(weights_ref)) == set(ray.get(EXPORTED[0]))
+    assert ray.get(pending.op.checkpoint)["version"] == 2
+    calls(driver, Commit)
+    driver.ledger.forget(pending.op)
 
 
 def test_a_sync_sends_the_newest_weights_to_each_device(driver: Driver) -> None:
