@@ -1,14 +1,15 @@
 """Step 4 of design/rlsched_routing.md: admission, prompt loads and the queue of turns."""
 
 import pytest
-from core_parts import CoreParts
+from core_parts import core_parts
 
 from rlsched.core.commands import Dispatch, LoadPrompts
 from rlsched.core.events import PromptsLoaded
+from rlsched.core.machine import Scheduler
 
 
-def _parts(cap: int = 2, max_turns: int = 100) -> CoreParts:
-    return CoreParts(
+def _parts(cap: int = 2, max_turns: int = 100) -> Scheduler:
+    return core_parts(
         {
             "devices": {"count": 2, "train": 1},
             "scheduler": {

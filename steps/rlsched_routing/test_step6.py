@@ -5,17 +5,18 @@ Hand-computed worlds: three single-GPU ranks in rollout, memory reported as the 
 """
 
 import pytest
-from core_parts import CoreParts
+from core_parts import core_parts
 
 from rlsched.core.buffer import TrajState
 from rlsched.core.commands import Dispatch
+from rlsched.core.machine import Scheduler
 from rlsched.pool import DeviceMode
 
 CAP = 1000
 
 
-def _parts(memory: bool = True, cap: int = 8, batch: int = 6) -> CoreParts:
-    parts = CoreParts(
+def _parts(memory: bool = True, cap: int = 8, batch: int = 6) -> Scheduler:
+    parts = core_parts(
         {
             "devices": {"count": 3},
             "scheduler": {
@@ -34,21 +35,21 @@ def _parts(memory: bool = True, cap: int = 8, batch: int = 6) -> CoreParts:
     return parts
 
 
-def _dispatches(parts: CoreParts) -> list[tuple[int, int]]:
+def _dispatches(parts: Scheduler) -> list[tuple[int, int]]:
     """(tid, rank) of the dispatches collected so far; the collection is emptied."""
     out = [(c.tid, c.rank) for c in parts.ctx.out if isinstance(c, Dispatch)]
     parts.ctx.out.clear()
     return out
 
 
-def _finish(parts: CoreParts, rid: int, new_tokens: int, kv_free: int | None) -> None:
+def _finish(parts: Scheduler, rid: int, new_tokens: int, kv_free: int | None) -> None:
     """What the scheduler does with a finished request: free the slot, close the turn."""
     req = parts.router.release(rid, new_tokens, kv_free)
     parts.router.push_rank(req.rank)
     parts.turns.turn_finished(req, new_tokens)
 
 
-def _back(parts: CoreParts, tid: int) -> None:
+def _back(parts: Scheduler, tid: int) -> None:
     """The environment answered: the trajectory's next turn waits in the queue."""
     traj = parts.buffer.trajs[tid]
     traj.state = TrajState.QUEUED
