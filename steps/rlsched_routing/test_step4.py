@@ -126,8 +126,8 @@ def test_a_rank_behind_the_trainer_never_makes_a_group_staler() -> None:
     assert len(parts.placement) == 1
 
 
-def _static(cap: int) -> CoreParts:
-    return CoreParts(
+def _static(cap: int) -> Scheduler:
+    return core_parts(
         {
             "devices": {"count": 3},
             "scheduler": {

@@ -294,7 +294,7 @@ def test_a_turn_larger_than_the_capacity_runs_alone_on_a_wholly_free_rank() -> N
 def test_under_divided_rollout_a_chunk_plans_its_new_tokens_too() -> None:
     """0.8.0: a chunk's footprint (context, kept tokens, the chunk) must fit, as in Seer's
     Algorithm 2, and the account takes all of it; the last chunk plans only what is left."""
-    parts = CoreParts(
+    parts = core_parts(
         {
             "devices": {"count": 3},
             "scheduler": {
