@@ -1,0 +1,76 @@
+"""Step 2 of design/rlsched_steprank.md: requests in and answers out, by hand."""
+
+import pytest
+
+from rlsched.sim.steprank import StepRank
+
+TERMS = (0.01, 0.0, 0.0, 0.0, 0.0)  # every step takes 10 ms
+
+
+def _drain(rank: StepRank, until: float = float("inf")) -> list[tuple[float, int, int]]:
+    out = []
+    while (at := rank.next_time()) is not None and at <= until:
+        out.extend((at, rid, tokens) for rid, tokens in rank.complete(at))
+    return out
+
+
+def test_a_request_arrives_joins_steps_and_answers_later() -> None:
+    rank = StepRank(TERMS, max_batch=4, in_s=0.005, out_s=0.003, retain=4)
+    assert rank.next_time() is None and rank.complete(0.0) == []
+    rank.submit(0.0, 1, 7, 10, 3)
+    assert rank.load == 1 and rank.next_time() == pytest.approx(0.005)
+    # arrives at 5 ms; steps end at 15, 25, 35 ms; answered 3 ms later
+    assert _drain(rank) == [(pytest.approx(0.038), 1, 3)]
+    assert rank.load == 0 and dict(rank.kept) == {7: 12}
+
+
+def test_an_arrival_during_a_step_joins_the_next_one() -> None:
+    rank = StepRank(TERMS, max_batch=4, in_s=0.0, out_s=0.0, retain=4)
+    rank.submit(0.0, 1, 1, 4, 2)
+    rank.complete(0.0)
+    rank.submit(0.004, 2, 2, 4, 1)  # the step in progress ends at 10 ms
+    assert rank.next_time() == pytest.approx(0.01)
+    assert _drain(rank) == [(pytest.approx(0.02), 1, 2), (pytest.approx(0.02), 2, 1)]
+
+
+def test_the_batch_is_the_oldest_max_batch_rows() -> None:
+    rank = StepRank(TERMS, max_batch=1, in_s=0.0, out_s=0.0, retain=4)
+    rank.submit(0.0, 1, 1, 4, 2)
+    rank.submit(0.0, 2, 2, 4, 1)
+    assert _drain(rank) == [(pytest.approx(0.02), 1, 2), (pytest.approx(0.03), 2, 1)]
+
+
+def test_aborts_on_the_way_running_and_answered() -> None:
+    rank = StepRank(TERMS, max_batch=4, in_s=0.005, out_s=0.1, retain=4)
+    rank.submit(0.0, 1, 1, 4, 1)
+    rank.submit(0.0, 2, 2, 4, 5)
+    rank.submit(0.0, 3, 3, 4, 5)
+    assert rank.remove(0.001, 3) == 0  # still on its way
+    assert _drain(rank, until=0.05) == []  # rid 1 finished at 15 ms, answers at 115 ms
+    assert rank.remove(0.05, 1) is None  # its answer is on its way
+    assert rank.remove(0.05, 2) == 4  # steps ended at 15, 25, 35, 45 ms
+    assert rank.kept[2] == 8 and rank.remove(0.05, 99) is None
+    assert _drain(rank) == [(pytest.approx(0.115), 1, 1)]
+    assert rank.load == 0
+
+
+def test_nothing_to_generate_is_answered_after_the_round_trip() -> None:
+    rank = StepRank(TERMS, max_batch=4, in_s=0.005, out_s=0.003, retain=4)
+    rank.submit(1.0, 1, 1, 4, 0)
+    assert rank.load == 1 and _drain(rank) == [(pytest.approx(1.008), 1, 0)]
+
+
+def test_clear_forgets_prefixes_and_running_rows_feed_everything() -> None:
+    terms = (0.0, 0.0, 0.001, 0.0, 0.0)  # 1 ms per padded fed token
+    rank = StepRank(terms, max_batch=4, in_s=0.0, out_s=0.0, retain=4)
+    rank._keep(9, 5)
+    rank.submit(0.0, 1, 1, 10, 3)
+    rank.complete(0.0)  # fed 10 tokens: 10 ms
+    assert rank.next_time() == pytest.approx(0.01)
+    rank.clear()
+    assert not rank.kept
+    rank.complete(0.01)  # the row's slot is forgotten: 11 tokens fed again
+    assert rank.next_time() == pytest.approx(0.021)
+    rank.complete(0.021)  # back to one token a step
+    assert rank.next_time() == pytest.approx(0.022)
+    assert rank.prefilled == 9 + 10
