@@ -128,3 +128,70 @@ def test_a_turn_of_whole_chunks_ends_with_its_last_chunk() -> None:
     assert result.prefill_tokens == 100 + 125 + 160 + 185
     assert result.decoded_tokens == result.useful_tokens == 100
     assert simulation.core.stats.chunk_ends == 2
+
+
+def _stepped(**extra: float) -> tuple[RlschedConfig, CostModel, Workload]:
+    """The hand-computed case with the engine-step model (0.7.0) and 5-token turns."""
+    cfg, cost, _ = _case(True)
+    s = lambda v: {"value": v, "source": "hand-computed case"}  # noqa: E731
+    terms = {"step_fixed_s": 0.1, "step_row_s": 0.0, "step_token_s": 0.001}
+    terms |= {"step_context_s": 0.0, "step_join_s": 0.0}
+    terms |= {"request_in_s": 0.5, "request_out_s": 0.25, "env_call_s": 0.2} | extra
+    cost = CostModel.model_validate(
+        {**cost.model_dump(exclude_none=True), **{k: s(v) for k, v in terms.items()}}
+    )
+    model = WorkloadModel.model_validate(
+        {
+            "prompt_tokens": _fixed(100),
+            "turns": _fixed(2),
+            "turns_within_group_sigma": s(0),
+            "gen_tokens": _fixed(5),
+            "obs_tokens": _fixed(10),
+            "env_step_s": _fixed(1.0),
+        }
+    )
+    return cfg, cost, Workload(model, 0, 1, 10_000)
+
+
+def test_the_engine_step_model_runs_a_whole_step_by_hand() -> None:
+    """Turn 0: 0.5 s to the engine; a step feeding the 100-token prompt (0.1 + 0.1 s) and four
+    steps of one token (0.101 s each); 0.25 s back; the environment's call 0.2 s and its 1 s.
+    Turn 1: 0.5 s; 104 tokens kept from turn 0, so its first step feeds 11 of its 115 (0.111 s),
+    then four more (0.404 s); 0.25 s; 1.2 s. Training 2 s + 0.001 s x 130 tokens."""
+    cfg, cost, work = _stepped()
+    simulation = Simulation(cfg, cost, work, check_invariants=True)
+    assert {type(rank).__name__ for rank in simulation.ranks} == {"StepRank"}
+    result = simulation.run(3)
+    step = 0.5 + 0.604 + 0.25 + 1.2 + 0.5 + 0.515 + 0.25 + 1.2 + 2.13
+    assert result.step_done == pytest.approx([step, 2 * step, 3 * step])
+    assert result.decoded_tokens == result.useful_tokens == 30
+    assert result.prefill_tokens == 3 * (99 + 10)  # fed beyond one token per row and step
+    # the device serves from each dispatch to its answer
+    assert result.timeline.share([0], ["rollout"]) == pytest.approx(2.619 / step)
+
+
+def test_the_environment_call_counts_with_the_old_rank_model_too() -> None:
+    cfg, cost, work = _case(True)
+    s = {"value": 0.5, "source": "hand-computed case"}
+    cost = CostModel.model_validate({**cost.model_dump(exclude_none=True), "env_call_s": s})
+    result = Simulation(cfg, cost, work).run(1)
+    assert result.step_done == pytest.approx([15.32 + 2 * 0.5])
+
+
+def test_new_weights_make_a_serving_step_rank_forget() -> None:
+    """Disaggregated on two devices: device 0 keeps serving while device 1 trains; the rank
+    keeps the finished trajectory's prefix until the new weights land in place."""
+    _, cost, work = _stepped()
+    mapping = _case(True)[0].model_dump()
+    mapping["devices"] = {"count": 2, "train": [1]}
+    mapping["scheduler"]["mode"] = "disaggregated"
+    cfg = RlschedConfig.model_validate(mapping)
+    kept: list[tuple[str, int]] = []
+
+    def watch(event: Event, commands: list) -> None:
+        if type(event).__name__ in ("TrainingDone", "WeightsSynced") and event.time > 0:
+            kept.append((type(event).__name__, len(simulation.ranks[0].kept)))
+
+    simulation = Simulation(cfg, cost, work, observer=watch, check_invariants=True)
+    simulation.run(2)
+    assert kept[:2] == [("TrainingDone", 1), ("WeightsSynced", 0)]
