@@ -36,7 +36,8 @@ def test_rows_join_padded_to_the_longest_feed_and_keep_their_prefix() -> None:
     assert rank.prefilled == 4 + 2  # fed beyond one token per row
     rank._end_step(first)
     assert rank.step_end is None and rank.batch == []
-    assert rank.answers == [(pytest.approx(first + 0.5), 1, 2, 1)]  # rid 2 made its 1 token
+    # rid 2 made its 1 token; its answer leaves when the next step ends
+    assert rank.leaving == [(2, 1)] and rank.answers == [] and rank.load == 3
     assert dict(rank.kept) == {20: 3} and rank.running[1].context == 6
     rank._start_step(first)
     # rid 1 feeds its last token, rid 3 joins with its whole context of 8
@@ -45,9 +46,13 @@ def test_rows_join_padded_to_the_longest_feed_and_keep_their_prefix() -> None:
     assert rank.step_end == pytest.approx(first + second)
     assert rank.prefilled == 6 + 0 + 7
     rank._end_step(first + second)
+    assert rank.answers == [(pytest.approx(first + second + 0.5), 1, 2, 1)]  # rid 2 left
     # both finished; one prefix kept, the most recently returned (rid 3's 8 cached tokens)
     assert dict(rank.kept) == {30: 8} and not rank.running
+    assert rank.leaving == [(1, 2), (3, 1)]
+    rank._answer(2.0)
     assert [a[2:] for a in sorted(rank.answers)] == [(2, 1), (1, 2), (3, 1)]
+    assert rank.answers[-1][0] == 2.5 and rank.leaving == [] and rank.load == 3
     # trajectory 30's next turn (8 + 1 generated + 3 observed) is fed only what is not kept
     rank.arriving.append((1.0, 4, 30, 12, 1))
     rank._start_step(1.0)

@@ -37,7 +37,8 @@ def test_the_batch_is_the_oldest_max_batch_rows() -> None:
     rank = StepRank(TERMS, max_batch=1, in_s=0.0, out_s=0.0, retain=4)
     rank.submit(0.0, 1, 1, 4, 2)
     rank.submit(0.0, 2, 2, 4, 1)
-    assert _drain(rank) == [(pytest.approx(0.02), 1, 2), (pytest.approx(0.03), 2, 1)]
+    # rid 1 finishes at 20 ms and leaves when rid 2's step ends, at 30 ms
+    assert _drain(rank) == [(pytest.approx(0.03), 1, 2), (pytest.approx(0.03), 2, 1)]
 
 
 def test_aborts_on_the_way_running_and_answered() -> None:
@@ -46,11 +47,13 @@ def test_aborts_on_the_way_running_and_answered() -> None:
     rank.submit(0.0, 2, 2, 4, 5)
     rank.submit(0.0, 3, 3, 4, 5)
     assert rank.remove(0.001, 3) == 0  # still on its way
-    assert _drain(rank, until=0.05) == []  # rid 1 finished at 15 ms, answers at 115 ms
+    assert _drain(rank, until=0.02) == []  # rid 1 finished at 15 ms: leaving
+    assert rank.leaving == [(1, 1)] and rank.remove(0.02, 1) is None and rank.load == 2
+    assert _drain(rank, until=0.05) == []  # left at 25 ms, answers at 125 ms
     assert rank.remove(0.05, 1) is None  # its answer is on its way
     assert rank.remove(0.05, 2) == 4  # steps ended at 15, 25, 35, 45 ms
     assert rank.kept[2] == 8 and rank.remove(0.05, 99) is None
-    assert _drain(rank) == [(pytest.approx(0.115), 1, 1)]
+    assert _drain(rank) == [(pytest.approx(0.125), 1, 1)]
     assert rank.load == 0
 
 
