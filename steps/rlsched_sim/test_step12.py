@@ -3,7 +3,7 @@
 import pytest
 
 from rlsched.config import RlschedConfig
-from rlsched.core.commands import Dispatch
+from rlsched.core.commands import Dispatch, StartEnvStep
 from rlsched.core.events import Event, RequestFinished
 from rlsched.core.machine import Scheduler
 from rlsched.core.policies import ColocatePolicy
@@ -195,3 +195,48 @@ def test_new_weights_make_a_serving_step_rank_forget() -> None:
     simulation = Simulation(cfg, cost, work, observer=watch, check_invariants=True)
     simulation.run(2)
     assert kept[:2] == [("TrainingDone", 1), ("WeightsSynced", 0)]
+
+
+def test_round_trips_grow_with_the_calls_outstanding() -> None:
+    """0.8.0: a request's way in and back and an environment call each add seconds per call
+    outstanding when they start (requests on the ranks, environment steps in flight)."""
+    per_call = {"request_in_s_per_call": 0.1, "request_out_s_per_call": 0.01}
+    cfg, cost, work = _stepped(**per_call, env_call_s_per_call=0.2)
+    simulation = Simulation(cfg, cost, work)
+    rank = simulation.ranks[0]
+    assert simulation._outstanding() == 0
+    simulation._dispatch(Dispatch(0, 0, 0, 0, 0, 100, 0, 5, 0, None))
+    simulation._dispatch(Dispatch(1, 1, 0, 0, 0, 100, 0, 5, 0, None))
+    assert simulation._outstanding() == 2
+    # (arrival, rid, tid, context, gen, way back): the second saw one request outstanding
+    assert [(a[0], a[1], a[5]) for a in rank.arriving] == [
+        (0.5, 0, 0.25),
+        (pytest.approx(0.6), 1, pytest.approx(0.26)),
+    ]
+    simulation._env_step(StartEnvStep(0, 0, 10.0))  # 2 outstanding: 0.2 + 2 x 0.2 + 1 s
+    assert simulation._outstanding() == 3
+    (at, _seq, event, _rank) = simulation._heap[-1]
+    assert at == pytest.approx(1.6) and type(event).__name__ == "EnvStepDone"
+    simulation._note(event)
+    assert simulation._outstanding() == 2
+
+
+def test_a_step_rank_alone_on_the_machine_steps_faster() -> None:
+    """0.9.0: the shell tells a step rank whether any other device rolls out or trains."""
+    _, cost, work = _stepped(step_alone_factor=0.5)
+    mapping = _case(True)[0].model_dump()
+    mapping["devices"] = {"count": 2, "train": [1]}
+    mapping["scheduler"]["mode"] = "disaggregated"
+    simulation = Simulation(RlschedConfig.model_validate(mapping), cost, work)
+    assert simulation._alone(0) and simulation._alone(1)
+    simulation._op[1] = "train"
+    assert not simulation._alone(0) and simulation._alone(1)
+    simulation._op[1] = "offload"
+    assert simulation._alone(0)
+    simulation._op[1] = None
+    simulation._busy[1] = True  # rank 1 serves a request
+    assert not simulation._alone(0) and simulation._alone(1)
+    rank = simulation.ranks[0]
+    assert rank.alone_factor == 0.5 and rank.alone is not None and not rank.alone()
+    simulation._busy[1] = False
+    assert rank.alone()

@@ -102,7 +102,7 @@ def test_the_engine_step_model_needs_all_its_terms_and_no_memory_model() -> None
         load_sim_config(paper)
     bare = yaml.safe_load(FOUR.read_text())
     bare["cost"]["request_out_s"] = s
-    with pytest.raises(ConfigError, match=r"request_out_s: need the engine-step model"):
+    with pytest.raises(ConfigError, match=r"step_alone_factor: need the engine-step model"):
         load_sim_config(bare)
     bare["cost"] = {k: v for k, v in bare["cost"].items() if k != "request_out_s"}
     bare["cost"]["env_call_s"] = s  # an environment call's round trip needs no step model

@@ -48,7 +48,7 @@ def test_aborts_on_the_way_running_and_answered() -> None:
     rank.submit(0.0, 3, 3, 4, 5)
     assert rank.remove(0.001, 3) == 0  # still on its way
     assert _drain(rank, until=0.02) == []  # rid 1 finished at 15 ms: leaving
-    assert rank.leaving == [(1, 1)] and rank.remove(0.02, 1) is None and rank.load == 2
+    assert rank.leaving == [(1, 1, 0.1)] and rank.remove(0.02, 1) is None and rank.load == 2
     assert _drain(rank, until=0.05) == []  # left at 25 ms, answers at 125 ms
     assert rank.remove(0.05, 1) is None  # its answer is on its way
     assert rank.remove(0.05, 2) == 4  # steps ended at 15, 25, 35, 45 ms
@@ -60,7 +60,18 @@ def test_aborts_on_the_way_running_and_answered() -> None:
 def test_nothing_to_generate_is_answered_after_the_round_trip() -> None:
     rank = StepRank(TERMS, max_batch=4, in_s=0.005, out_s=0.003, retain=4)
     rank.submit(1.0, 1, 1, 4, 0)
-    assert rank.load == 1 and _drain(rank) == [(pytest.approx(1.008), 1, 0)]
+    rank.submit(1.0, 2, 2, 4, 0, trip=(0.1, 0.2))
+    assert rank.load == 2
+    assert _drain(rank) == [(pytest.approx(1.008), 1, 0), (pytest.approx(1.3), 2, 0)]
+
+
+def test_a_request_may_bring_its_own_way_in_and_back() -> None:
+    rank = StepRank(TERMS, max_batch=4, in_s=0.005, out_s=0.003, retain=4)
+    rank.submit(0.0, 1, 1, 4, 1, trip=(0.05, 0.1))
+    rank.submit(0.01, 2, 2, 4, 1)  # arrives at 15 ms, before the first: put first
+    assert [item[1] for item in rank.arriving] == [2, 1]
+    # rid 2 steps 15-25 ms, answers 3 ms later; rid 1 arrives at 50 ms, steps to 60, 100 ms back
+    assert _drain(rank) == [(pytest.approx(0.028), 2, 1), (pytest.approx(0.16), 1, 1)]
 
 
 def test_clear_forgets_prefixes_and_running_rows_feed_everything() -> None:
