@@ -1,20 +1,20 @@
-"""Record one repeat of an out-of-sample `rlsched bench --profile` run as the inputs of
-steps/rlsched_runtime/test_step16.py: per mode the simulator config the bench wrote (costs from
-the calibration profile, each with its source), its workload trace, and the real and simulated
-figures of that repeat and of all repeats.
+"""Record an out-of-sample `rlsched bench --profile ... --repeats N` run as the inputs of
+steps/rlsched_runtime/test_step16.py: per mode and repeat the simulator config the bench wrote
+(costs from the calibration profile, each with its source) and its workload trace (gzipped),
+and the real and simulated figures of every repeat with the table's rows.
 
-    python benchmarks/sim2real_fixture.py RUNDIR [--repeat K] [--out DIR]
+    python benchmarks/sim2real_fixture.py RUNDIR [--out DIR]
 
-RUNDIR is the bench's `--out` directory of a `--repeats N` run (it holds bench.json and
-repeat-K/). The check re-simulates each mode from these files (deterministic) and bounds the
-error against the recorded real run by what benchmarks/RESULTS.md shows.
+RUNDIR is the bench's `--out` directory (bench.json and repeat-K/). The check re-simulates every
+mode and repeat from these files (the simulator is deterministic) and bounds the error of the
+means against the recorded real runs by what benchmarks/RESULTS.md shows.
 """
 
 from __future__ import annotations
 
 import argparse
+import gzip
 import json
-import shutil
 from pathlib import Path
 
 MODES = ("colocate", "disaggregated", "timeshare")
@@ -24,25 +24,28 @@ DEFAULT_OUT = Path(__file__).resolve().parents[1] / "steps" / "rlsched_runtime" 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("rundir", type=Path)
-    parser.add_argument("--repeat", type=int, default=1)
     parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
     args = parser.parse_args()
     report = json.loads((args.rundir / "bench.json").read_text(encoding="utf-8"))
-    where = args.rundir / f"repeat-{args.repeat}"
     args.out.mkdir(parents=True, exist_ok=True)
     recorded: dict[str, object] = {"profile": report["profile"], "figures": report["figures"]}
     for mode in MODES:
-        data = json.loads((where / f"{mode}.sim.json").read_text(encoding="utf-8"))
-        trace = Path(data["workload"]["trace"])
-        shutil.copyfile(trace, args.out / f"{mode}.workload.jsonl")
-        data["workload"]["trace"] = f"{mode}.workload.jsonl"
-        (args.out / f"{mode}.sim.json").write_text(json.dumps(data, indent=1), encoding="utf-8")
         runs = [r for r in report["results"] if r["mode"] == mode]
-        mine = runs[args.repeat - 1]
-        recorded[mode] = {"real": mine["real"], "sim": mine["sim"], "errors": mine["errors"]}
+        kept = []
+        for k, run in enumerate(runs, start=1):
+            where = args.rundir / f"repeat-{k}" if len(runs) > 1 else args.rundir
+            data = json.loads((where / f"{mode}.sim.json").read_text(encoding="utf-8"))
+            trace = Path(data["workload"]["trace"]).read_bytes()
+            name = f"{mode}-{k}.workload.jsonl.gz"
+            (args.out / name).write_bytes(gzip.compress(trace, mtime=0))
+            data["workload"]["trace"] = name
+            text = json.dumps(data, indent=1)
+            (args.out / f"{mode}-{k}.sim.json").write_text(text + "\n", encoding="utf-8")
+            kept.append({"real": run["real"], "sim": run["sim"], "errors": run["errors"]})
+        recorded[mode] = kept
     text = json.dumps(recorded, indent=1)
     (args.out / "recorded.json").write_text(text + "\n", encoding="utf-8")
-    print(f"recorded repeat {args.repeat} of {args.rundir} in {args.out}")
+    print(f"recorded {args.rundir} in {args.out}")
 
 
 if __name__ == "__main__":
