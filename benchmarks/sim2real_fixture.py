@@ -3,7 +3,7 @@ steps/rlsched_runtime/test_step16.py: per mode and repeat the simulator config t
 (costs from the calibration profile, each with its source) and its workload trace (gzipped),
 and the real and simulated figures of every repeat with the table's rows.
 
-    python benchmarks/sim2real_fixture.py RUNDIR [--out DIR]
+    python benchmarks/sim2real_fixture.py RUNDIR --out steps/rlsched_runtime/sim2real/SESSION
 
 RUNDIR is the bench's `--out` directory (bench.json and repeat-K/). The check re-simulates every
 mode and repeat from these files (the simulator is deterministic) and bounds the error of the
@@ -18,13 +18,12 @@ import json
 from pathlib import Path
 
 MODES = ("colocate", "disaggregated", "timeshare")
-DEFAULT_OUT = Path(__file__).resolve().parents[1] / "steps" / "rlsched_runtime" / "sim2real"
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("rundir", type=Path)
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT)
+    parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args()
     report = json.loads((args.rundir / "bench.json").read_text(encoding="utf-8"))
     args.out.mkdir(parents=True, exist_ok=True)
