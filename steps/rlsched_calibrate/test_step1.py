@@ -49,11 +49,13 @@ def test_calibrate_writes_a_profile_that_reproduces_its_samples(tmp_path: Path) 
     config.write_text(yaml.safe_dump(TINY), encoding="utf-8")
     out = tmp_path / "profile.json"
     result = CliRunner().invoke(
-        cli, ["calibrate", str(config), "--out", str(out), "--repeats", "1"]
+        cli, ["calibrate", str(config), "--out", str(out), "--repeats", "1", "--no-layout"]
     )
     assert result.exit_code == 0, result.output
     assert "decode step" in result.output and f"profile: {out}" in result.output
+    assert "layout" not in result.output
     profile = json.loads(out.read_text())
+    assert "layout" not in profile and "layout" not in profile["samples"]
     stamp = f"measured by rlsched calibrate on {profile['host']} at {profile['created']}"
     engine = load_run_config(TINY).rollout.engine
     assert profile["engine"] == engine and profile["prefix_cache"] is (engine == "kv")
@@ -113,6 +115,7 @@ def test_calibrate_writes_a_profile_that_reproduces_its_samples(tmp_path: Path) 
         }
     )
     assert sim.cost.train_s_per_token.value == profile["train_s_per_token"]["value"]
+    assert sim.cost.step_fixed_s is None and sim.cost.env_call_s is None  # no layout measured
 
 
 def test_a_bad_config_is_one_line(tmp_path: Path) -> None:

@@ -3,7 +3,7 @@
 import pytest
 
 from rlsched.config import RlschedConfig
-from rlsched.core.commands import Dispatch
+from rlsched.core.commands import Dispatch, StartEnvStep
 from rlsched.core.events import Event, RequestFinished
 from rlsched.core.machine import Scheduler
 from rlsched.core.policies import ColocatePolicy
@@ -147,3 +147,115 @@ def test_a_run_sums_what_its_memory_ranks_copied_instead_of_prefilling() -> None
     assert result.kv_fetched == sum(r.fetched for r in ranks) > 0
     assert result.kv_moved == sum(r.moved for r in ranks) > 0
     assert result.prefill_tokens == sum(r.prefilled for r in ranks)
+
+
+def _stepped(**extra: float) -> tuple[RlschedConfig, CostModel, Workload]:
+    """The hand-computed case with the engine-step model (0.7.0) and 5-token turns."""
+    cfg, cost, _ = _case(True)
+    s = lambda v: {"value": v, "source": "hand-computed case"}  # noqa: E731
+    terms = {"step_fixed_s": 0.1, "step_row_s": 0.0, "step_token_s": 0.001}
+    terms |= {"step_context_s": 0.0, "step_join_s": 0.0}
+    terms |= {"request_in_s": 0.5, "request_out_s": 0.25, "env_call_s": 0.2} | extra
+    cost = CostModel.model_validate(
+        {**cost.model_dump(exclude_none=True), **{k: s(v) for k, v in terms.items()}}
+    )
+    model = WorkloadModel.model_validate(
+        {
+            "prompt_tokens": _fixed(100),
+            "turns": _fixed(2),
+            "turns_within_group_sigma": s(0),
+            "gen_tokens": _fixed(5),
+            "obs_tokens": _fixed(10),
+            "env_step_s": _fixed(1.0),
+        }
+    )
+    return cfg, cost, Workload(model, 0, 1, 10_000)
+
+
+def test_the_engine_step_model_runs_a_whole_step_by_hand() -> None:
+    """Turn 0: 0.5 s to the engine; a step feeding the 100-token prompt (0.1 + 0.1 s) and four
+    steps of one token (0.101 s each); 0.25 s back; the environment's call 0.2 s and its 1 s.
+    Turn 1: 0.5 s; 104 tokens kept from turn 0, so its first step feeds 11 of its 115 (0.111 s),
+    then four more (0.404 s); 0.25 s; 1.2 s. Training 2 s + 0.001 s x 130 tokens."""
+    cfg, cost, work = _stepped()
+    simulation = Simulation(cfg, cost, work, check_invariants=True)
+    assert {type(rank).__name__ for rank in simulation.ranks} == {"StepRank"}
+    result = simulation.run(3)
+    step = 0.5 + 0.604 + 0.25 + 1.2 + 0.5 + 0.515 + 0.25 + 1.2 + 2.13
+    assert result.step_done == pytest.approx([step, 2 * step, 3 * step])
+    assert result.decoded_tokens == result.useful_tokens == 30
+    assert result.prefill_tokens == 3 * (99 + 10)  # fed beyond one token per row and step
+    # the device serves from each dispatch to its answer
+    assert result.timeline.share([0], ["rollout"]) == pytest.approx(2.619 / step)
+
+
+def test_the_environment_call_counts_with_the_old_rank_model_too() -> None:
+    cfg, cost, work = _case(True)
+    s = {"value": 0.5, "source": "hand-computed case"}
+    cost = CostModel.model_validate({**cost.model_dump(exclude_none=True), "env_call_s": s})
+    result = Simulation(cfg, cost, work).run(1)
+    assert result.step_done == pytest.approx([15.32 + 2 * 0.5])
+
+
+def test_new_weights_make_a_serving_step_rank_forget() -> None:
+    """Disaggregated on two devices: device 0 keeps serving while device 1 trains; the rank
+    keeps the finished trajectory's prefix until the new weights land in place."""
+    _, cost, work = _stepped()
+    mapping = _case(True)[0].model_dump()
+    mapping["devices"] = {"count": 2, "train": [1]}
+    mapping["scheduler"]["mode"] = "disaggregated"
+    cfg = RlschedConfig.model_validate(mapping)
+    kept: list[tuple[str, int]] = []
+
+    def watch(event: Event, commands: list) -> None:
+        if type(event).__name__ in ("TrainingDone", "WeightsSynced") and event.time > 0:
+            kept.append((type(event).__name__, len(simulation.ranks[0].kept)))
+
+    simulation = Simulation(cfg, cost, work, observer=watch, check_invariants=True)
+    simulation.run(2)
+    assert kept[:2] == [("TrainingDone", 1), ("WeightsSynced", 0)]
+
+
+def test_round_trips_grow_with_the_calls_outstanding() -> None:
+    """0.8.0: a request's way in and back and an environment call each add seconds per call
+    outstanding when they start (requests on the ranks, environment steps in flight)."""
+    per_call = {"request_in_s_per_call": 0.1, "request_out_s_per_call": 0.01}
+    cfg, cost, work = _stepped(**per_call, env_call_s_per_call=0.2)
+    simulation = Simulation(cfg, cost, work)
+    rank = simulation.ranks[0]
+    assert simulation._outstanding() == 0
+    simulation._dispatch(Dispatch(0, 0, 0, 0, 0, 100, 0, 5, 0, None))
+    simulation._dispatch(Dispatch(1, 1, 0, 0, 0, 100, 0, 5, 0, None))
+    assert simulation._outstanding() == 2
+    # (arrival, rid, tid, context, gen, way back): the second saw one request outstanding
+    assert [(a[0], a[1], a[5]) for a in rank.arriving] == [
+        (0.5, 0, 0.25),
+        (pytest.approx(0.6), 1, pytest.approx(0.26)),
+    ]
+    simulation._env_step(StartEnvStep(0, 0, 10.0))  # 2 outstanding: 0.2 + 2 x 0.2 + 1 s
+    assert simulation._outstanding() == 3
+    (at, _seq, event, _rank) = simulation._heap[-1]
+    assert at == pytest.approx(1.6) and type(event).__name__ == "EnvStepDone"
+    simulation._note(event)
+    assert simulation._outstanding() == 2
+
+
+def test_a_step_rank_alone_on_the_machine_steps_faster() -> None:
+    """0.9.0: the shell tells a step rank whether any other device rolls out or trains."""
+    _, cost, work = _stepped(step_alone_factor=0.5)
+    mapping = _case(True)[0].model_dump()
+    mapping["devices"] = {"count": 2, "train": [1]}
+    mapping["scheduler"]["mode"] = "disaggregated"
+    simulation = Simulation(RlschedConfig.model_validate(mapping), cost, work)
+    assert simulation._alone(0) and simulation._alone(1)
+    simulation._op[1] = "train"
+    assert not simulation._alone(0) and simulation._alone(1)
+    simulation._op[1] = "offload"
+    assert simulation._alone(0)
+    simulation._op[1] = None
+    simulation._busy[1] = True  # rank 1 serves a request
+    assert not simulation._alone(0) and simulation._alone(1)
+    rank = simulation.ranks[0]
+    assert rank.alone_factor == 0.5 and rank.alone is not None and not rank.alone()
+    simulation._busy[1] = False
+    assert rank.alone()

@@ -108,3 +108,31 @@ def test_a_host_tier_and_moved_kv_need_their_figures() -> None:
     del data["cost"]["kv"]
     with pytest.raises(ConfigError, match=r"policies\.moving\.kv_migration"):
         load_sim_config(data)
+
+
+def test_the_engine_step_model_needs_all_its_terms_and_no_memory_model() -> None:
+    data = yaml.safe_load(FOUR.read_text())
+    s = {"value": 0.01, "source": "a test"}
+    data["cost"]["step_fixed_s"] = s
+    data["cost"]["step_token_s"] = s
+    with pytest.raises(ConfigError) as info:
+        load_sim_config(data)
+    assert info.value.problems == [
+        "cost.step_row_s, cost.step_context_s, cost.step_join_s: required with"
+        " cost.step_fixed_s (the engine-step model)"
+    ]
+    for name in ("step_row_s", "step_context_s", "step_join_s", "request_in_s", "env_call_s"):
+        data["cost"][name] = s
+    assert load_sim_config(data).cost.request_in_s.value == 0.01
+    paper = yaml.safe_load((ROOT / "examples" / "paper_160gpu.yaml").read_text())
+    paper["cost"] |= {name: s for name in ("step_fixed_s", "step_row_s", "step_token_s")}
+    paper["cost"] |= {name: s for name in ("step_context_s", "step_join_s")}
+    with pytest.raises(ConfigError, match=r"cost\.kv: the memory model and the engine-step"):
+        load_sim_config(paper)
+    bare = yaml.safe_load(FOUR.read_text())
+    bare["cost"]["request_out_s"] = s
+    with pytest.raises(ConfigError, match=r"step_alone_factor: need the engine-step model"):
+        load_sim_config(bare)
+    bare["cost"] = {k: v for k, v in bare["cost"].items() if k != "request_out_s"}
+    bare["cost"]["env_call_s"] = s  # an environment call's round trip needs no step model
+    assert load_sim_config(bare).cost.env_call_s.value == 0.01

@@ -1,0 +1,81 @@
+"""Step 2 of design/rlsched_calibrate.md: a device worker whose engine's steps are recorded
+(in process: the worker is a plain class)."""
+
+import time
+
+import pytest
+from runtime_parts import tiny
+
+from rlsched.engines.base import Sampling
+from rlsched.engines.factory import make_engine
+from rlsched.envs.base import resolve_env
+from rlsched.model import action_token_ids, load_tokenizer
+from rlsched.runtime.calibrate import ProbeWorker, StepProbe
+
+
+def _parts(kind: str = "kv") -> tuple:
+    cfg = tiny()
+    env_cls = resolve_env(cfg.env.name)
+    tok = load_tokenizer(cfg.model, env_cls.words)
+    allowed = action_token_ids(tok, env_cls.actions)
+    engine = make_engine(kind, cfg.model, tok.get_vocab_size(), 2, 0)
+    return cfg, tok, allowed, engine, Sampling(1.0, tuple(allowed), ())
+
+
+def test_each_step_is_recorded_with_its_rows_joins_padding_and_widest_context() -> None:
+    _cfg, _tok, allowed, engine, sampling = _parts()
+    probe = StepProbe(engine)
+    words = list(allowed)
+    a, b = words[0], words[1]
+    probe.submit(1, [a, b, b] * 3, 2, sampling)  # 9 tokens
+    probe.submit(2, [a, a, b, a, a], 2, sampling)
+    probe.submit(3, [b] * 4, 1, sampling)  # beyond max_batch 2: waits
+    assert probe.num_active == 3 and probe.version == engine.version  # passed through
+    assert probe.step() == []
+    # rows 1 and 2 join, fed 9 and 5 tokens padded to 9; 3 waits
+    assert probe.steps[0][2:] == (2, 2, 18, 9, 3)
+    first = probe.step()
+    assert sorted(out.rid for out in first) == [1, 2]
+    assert probe.steps[1][2:] == (2, 0, 2, 10, 1)  # one token each, contexts 10 and 6
+    assert probe.ended == {}  # their answers leave when the next step ends
+    finished = probe.step()
+    assert [out.rid for out in finished] == [3]
+    # 1 and 2 leave with this step's end; 3 at once, nothing follows it
+    assert set(probe.ended) == {1, 2, 3} and len(set(probe.ended.values())) == 1
+    assert probe.steps[2][2:] == (1, 1, 4, 4, 0)
+    began, ended = probe.steps[2][:2]
+    assert 0 <= ended - began < 60
+    probe.submit(4, [b, a, a, a], 5, sampling)
+    aborted = probe.abort([4])
+    assert [out.rid for out in aborted] == [4] and 4 in probe.ended
+    assert probe.num_active == 0 and not probe._new
+
+
+def test_the_recompute_engine_pads_every_row_to_the_widest_context() -> None:
+    _cfg, _tok, allowed, engine, sampling = _parts("transformers")
+    probe = StepProbe(engine)
+    probe.submit(1, list(allowed)[:2] * 3, 2, sampling)
+    probe.submit(2, list(allowed)[:2], 2, sampling)
+    probe.step()
+    probe.step()
+    assert [s[2:6] for s in probe.steps] == [(2, 2, 12, 6), (2, 0, 14, 7)]
+
+
+def test_a_probe_worker_records_arrival_and_end_of_each_generate_call() -> None:
+    cfg, tok, allowed, _engine, sampling = _parts()
+    worker = ProbeWorker(
+        0, cfg.model, tok.get_vocab_size(), cfg.train, 1.0, allowed, 0, 4, engine="kv"
+    )
+    try:
+        assert isinstance(worker.engine, StepProbe)
+        before = time.time()
+        out = worker.generate(7, list(allowed)[:6], 3, sampling)
+        assert len(out.token_ids) == 3 and out.finish_reason == "length"
+        taken = worker.take()
+        assert [s[2:4] for s in taken["steps"]] == [(1, 1), (1, 0), (1, 0)]
+        arrived, ended = taken["times"][7]
+        assert before <= arrived <= ended <= time.time()
+        assert worker.take() == {"steps": [], "times": {}}  # taken once
+        assert worker.stats()["forward_passes"] == pytest.approx(3)  # the engine's own counters
+    finally:
+        worker.stop()

@@ -1,0 +1,224 @@
+"""Step 3 of design/rlsched_calibrate.md: micro-runs in the run's layout (a real local Ray
+cluster), the engine-step fit and the round trips; no timing bounds."""
+
+from pathlib import Path
+
+import pytest
+import ray
+import yaml
+from click.testing import CliRunner
+from runtime_parts import TINY, tiny
+
+from rlsched.cli import cli
+from rlsched.runtime.bench import fit_line
+from rlsched.runtime.calibrate import (
+    cell_done,
+    fit_layout,
+    fit_lsq,
+    layout_costs,
+    measure_layout,
+    profile_costs,
+    step_samples,
+)
+from rlsched.sim.params import load_sim_config
+
+
+def test_fit_lsq_recovers_a_known_model_clips_and_drops_what_never_varies() -> None:
+    coef = [0.01, 0.0005, 4e-5, 2e-6, 0.001]
+    rows = [
+        [1.0, r, r * f, r * w, j]
+        for r in (1, 8, 30)
+        for f in (1, 9)
+        for w in (10, 80)
+        for j in (0, 3)
+    ]
+    ys = [sum(c * x for c, x in zip(coef, row)) for row in rows]
+    assert fit_lsq(rows, ys) == pytest.approx(coef, rel=1e-6)
+    # a term that falls is no cost: clipped, the rest refitted
+    falling = [[1.0, x] for x in (1.0, 2.0, 3.0)]
+    assert fit_lsq(falling, [3.0, 2.0, 1.0]) == [pytest.approx(2.0), 0.0]
+    # a term the samples never vary (joins always 0) cannot be told: 0
+    flat = [[1.0, x, 0.0] for x in (1.0, 2.0, 4.0)]
+    assert fit_lsq(flat, [1.5, 2.0, 3.0]) == pytest.approx([1.0, 0.5, 0.0])
+    with pytest.raises(ValueError, match="VAL_NON_EMPTY"):
+        fit_lsq([], [])
+
+
+def test_a_step_lasts_until_the_next_one_while_requests_stay_active() -> None:
+    # (began, ended, rows, joins, padded, widest, active after)
+    steps = [
+        (0.0, 0.01, 2, 2, 18, 9, 3),
+        (0.0125, 0.02, 2, 0, 2, 10, 0),
+        (5.0, 5.25, 1, 1, 4, 4, 0),
+    ]
+    assert step_samples(steps) == [
+        [2, 2, 18, 9, 0.0125],
+        [2, 0, 2, 10, 0.0075],
+        [1, 1, 4, 4, 0.25],
+    ]
+
+
+def test_a_cell_runs_its_seconds_and_until_each_worker_ended_a_turn() -> None:
+    done = cell_done(0.0, 2)
+    assert not done(1) and done(2)
+    assert not cell_done(30.0, 2)(5)  # its seconds not yet spent
+    assert cell_done(-60.5, 2)(0)  # a minute past its seconds: stop even without a turn
+
+
+def _layout() -> dict:
+    cell = {"per_worker": 4, "workers": 2, "tokens": 2, "obs": 1, "context": 8}
+    steps = [
+        [r, j, r * f, w, 0.01 + 0.001 * r + 1e-4 * r * f + 1e-6 * r * w + 0.002 * j]
+        for r in (1, 3, 9)
+        for j in (0, 2)
+        for f in (1, 6)
+        for w in (10, 40)
+    ]
+    return {
+        "host": "h",
+        "created": "now",
+        "load_before": [1.0, 1.0, 1.0],
+        "load_after": [2.0, 2.0, 2.0],
+        "devices": 2,
+        "cells": [
+            {**cell, "steps": steps, "in_s": [0.01, 0.03], "out_s": [0.02], "env_s": [0.004]},
+            {**cell, "steps": [], "in_s": [0.02], "out_s": [0.04], "env_s": [0.006, 0.008]},
+            # one worker busy, the other idle: its steps take 0.8 of what the fit says
+            {
+                **cell,
+                "per_worker": 8,
+                "workers": 1,
+                "steps": [[2, 1, 4, 10, 0.8 * (0.01 + 0.002 + 4e-4 + 2e-5 + 0.002)]],
+                "in_s": [0.03],
+                "out_s": [],
+                "env_s": [],
+            },
+        ],
+        "train": [
+            {"tokens": 100, "train_s": 0.3, "sync_s": 0.05},
+            {"tokens": 300, "train_s": 0.5, "sync_s": 0.01},
+        ],
+        "switches": [
+            {"offload_s": 0.003, "reload_s": 0.002},
+            {"offload_s": 0.005, "reload_s": 0.004},
+        ],
+    }
+
+
+def test_the_layout_section_fits_its_samples_and_names_its_source() -> None:
+    layout = fit_layout(_layout())
+    step = layout["step"]
+    assert [step[k] for k in ("fixed_s", "row_s", "token_s", "context_s", "join_s")] == (
+        pytest.approx([0.01, 0.001, 1e-4, 1e-6, 0.002], rel=1e-6)
+    )
+    stamp = "measured by rlsched calibrate on h at now in the run's layout (2 Ray device workers"
+    assert step["source"].startswith(stamp) and "load 1.0 -> 2.0" in step["source"]
+    assert "least squares over 24 engine steps of 2 closed-loop cells" in step["source"]
+    assert layout["step_alone_factor"]["value"] == pytest.approx(0.8)
+    # the ways in and back grow with the calls outstanding (trajectories per worker x busy
+    # workers): in: 0.01, 0.03, 0.02 s with 8 outstanding, 0.03 s with 8 (alone: 8 x 1)
+    assert layout["request_in_s"]["value"] == pytest.approx(0.0225)
+    assert layout["request_in_s_per_call"]["value"] == 0.0  # all at 8: no slope to see
+    assert layout["request_out_s"]["value"] == pytest.approx(0.03)
+    assert layout["env_call_s"]["value"] == pytest.approx(0.006)
+    assert "least squares of 4 generate calls" in layout["request_in_s"]["source"]
+    assert (layout["train_fixed_s"]["value"], layout["train_s_per_token"]["value"]) == (
+        pytest.approx((0.2, 0.001))
+    )
+    assert layout["sync_s"]["value"] == pytest.approx(0.03)
+    assert layout["offload_s"]["value"] == pytest.approx(0.004)
+    assert layout["reload_s"]["value"] == pytest.approx(0.003)
+    for key, figure in layout.items():
+        assert figure["source"].startswith(stamp), key
+    # the simulator's cost section gets the step model and the round trips from it
+    costs = layout_costs({"layout": layout})
+    assert costs["step_token_s"]["value"] == step["token_s"]
+    assert costs["step_token_s"]["source"] == f"{step['source']}: token_s"
+    assert costs["env_call_s"] == layout["env_call_s"] and costs["sync_s"] == layout["sync_s"]
+    assert layout_costs({}) == {}
+
+
+def test_the_run_layout_measured_on_a_real_cluster(tmp_path: Path) -> None:
+    cfg = tiny()
+    grid = ((2, 3, 1, 4), (64, 1, 2, 8))  # the second capped at max_inflight_per_rank
+    samples = measure_layout(
+        cfg, seconds=0.1, walks=2, grid=grid, train_grid=((4, 8), (8, 8)), alone=((4, 2, 1, 4),)
+    )
+    assert not ray.is_initialized()  # started here, stopped here
+    cells = samples["cells"]
+    cap = cfg.scheduler.max_inflight_per_rank
+    assert [
+        (c["per_worker"], c["workers"], c["tokens"], c["obs"], c["context"]) for c in cells
+    ] == [
+        (2, 2, 3, 1, 4),
+        (cap, 2, 1, 2, 8),
+        (4, 1, 2, 1, 4),  # one worker busy, the other idle
+        (4, 1, 2, 1, 4),  # walked back
+        (cap, 2, 1, 2, 8),
+        (2, 2, 3, 1, 4),
+    ]
+    assert all(c["steps"] and c["in_s"] and c["out_s"] and c["env_s"] for c in cells)
+    for cell in cells:
+        assert all(1 <= s[0] <= cap and 0 <= s[1] <= s[0] and s[4] >= 0 for s in cell["steps"])
+        # an answer may leave before the next step ends (its call won the worker's lock): the
+        # way back past that point can be negative; an environment call cannot
+        assert all(x >= 0 for x in cell["env_s"])
+        # every row's context is at least the cell's, and fed tokens pad every row
+        assert all(s[3] >= cell["context"] and s[2] >= s[0] for s in cell["steps"])
+    # each cell's requests generated its tokens: its steps' rows add up at least to them
+    first = cells[0]
+    assert sum(s[0] for s in first["steps"]) >= 3 * len(first["out_s"])
+    assert [t["tokens"] for t in samples["train"]] == [32, 64, 64, 32]
+    assert len(samples["switches"]) == 4 and samples["devices"] == 2
+    assert all(t["train_s"] > 0 and t["sync_s"] > 0 for t in samples["train"])
+    # the profile section is the fit of these samples; the simulator's loader takes it
+    layout = fit_layout(samples)
+    full = [c for c in cells if c["workers"] == 2]
+    rows = [[1.0, s[0], s[2], s[0] * s[3], s[1]] for c in full for s in c["steps"]]
+    assert list(layout["step"].values())[:5] == pytest.approx(
+        fit_lsq(rows, [s[4] for c in full for s in c["steps"]])
+    )
+    assert layout["step_alone_factor"]["value"] > 0
+    calls = [float(c["per_worker"] * c["workers"]) for c in cells for _ in c["in_s"]]
+    line = fit_line(calls, [x for c in cells for x in c["in_s"]])
+    assert (
+        layout["request_in_s"]["value"],
+        layout["request_in_s_per_call"]["value"],
+    ) == pytest.approx(line)
+    train = samples["train"]
+    assert (layout["train_fixed_s"]["value"], layout["train_s_per_token"]["value"]) == (
+        pytest.approx(fit_line([float(t["tokens"]) for t in train], [t["train_s"] for t in train]))
+    )
+    one = {"value": 0.001, "source": "a one-process figure"}
+    keys = ("prefill_s_per_token", "train_s_per_token", "train_fixed_s", "sync_s")
+    profile = {key: one for key in (*keys, "offload_s", "reload_s")} | {
+        "decode": {"fixed_s": 0.002, "per_request_s": 0.0, "per_context_token_s": 0.0},
+        "prefix_cache": True,
+        "layout": layout,
+    }
+    profile["decode"]["source"] = "a one-process fit"
+    cost = profile_costs(profile, 8.0, 20.0, "test")
+    trace = tmp_path / "one.jsonl"
+    trace.write_text('{"prompt_tokens": 4, "samples": [[[1, 2, 0.0]]]}\n', encoding="utf-8")
+    sim = load_sim_config(
+        {
+            "devices": {"count": 2},
+            "policies": {"ts": {"mode": "timeshare", "train": 1}},
+            "cost": cost,
+            "workload": {"trace": str(trace)},
+        }
+    )
+    assert sim.cost.step_fixed_s.value == layout["step"]["fixed_s"]
+    assert sim.cost.request_out_s.value == layout["request_out_s"]["value"]
+    assert sim.cost.sync_s.value == layout["sync_s"]["value"]
+    # the decode rates (the simulator's bounds) stay the one-process fit's
+    assert sim.cost.decode_rank_tokens_per_s.value == pytest.approx(8.0 / 0.002)
+
+
+def test_calibrate_refuses_a_bad_layout_option_in_one_line(tmp_path: Path) -> None:
+    config = tmp_path / "tiny.yaml"
+    config.write_text(yaml.safe_dump(TINY), encoding="utf-8")
+    args = ["calibrate", str(config), "--out", str(tmp_path / "p"), "--seconds", "0"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 2 and "--seconds" in result.output
+    assert not (tmp_path / "p").exists()

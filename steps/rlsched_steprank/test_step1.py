@@ -1,0 +1,118 @@
+"""Step 1 of design/rlsched_steprank.md: one batched step, by hand: who joins, what each row is
+fed, what the step costs and what is kept."""
+
+import pytest
+
+from rlsched.sim.steprank import StepRank
+
+# fixed 10 ms, 1 ms per row, 0.1 ms per padded fed token, 0.01 ms per row and context token of
+# the widest row, 2 ms per joining row
+TERMS = (0.01, 0.001, 1e-4, 1e-5, 0.002)
+
+
+def test_the_step_cost_has_five_terms() -> None:
+    rank = StepRank(TERMS, max_batch=4, in_s=0.0, out_s=0.0, retain=2)
+    # 3 rows padded to 4 tokens, widest context 10, one joining
+    assert rank.step_seconds(3, 4, 10, 1) == pytest.approx(
+        0.01 + 0.003 + 1e-4 * 12 + 1e-5 * 30 + 0.002
+    )
+    assert rank.step_seconds(0, 0, 0, 0) == 0.01
+    assert rank.load == 0 and rank.step_end is None
+    with pytest.raises(ValueError, match="VAL_INT_RANGE"):
+        StepRank(TERMS, max_batch=0, in_s=0.0, out_s=0.0, retain=1)
+    with pytest.raises(ValueError, match="VAL_NON_NEGATIVE"):
+        StepRank(TERMS, max_batch=1, in_s=-1.0, out_s=0.0, retain=1)
+
+
+def test_rows_join_padded_to_the_longest_feed_and_keep_their_prefix() -> None:
+    rank = StepRank(TERMS, max_batch=2, in_s=0.0, out_s=0.5, retain=1)
+    # (at, rid, tid, context, gen, way back): three requests arrived, only two rows per step
+    rank.arriving.extend(
+        [(0.0, 1, 10, 5, 2, 0.5), (0.0, 2, 20, 3, 1, 0.5), (0.0, 3, 30, 8, 1, 0.5)]
+    )
+    rank._start_step(0.0)
+    assert rank.batch == [1, 2] and rank.load == 3
+    # both join: fed 5 and 3 tokens, padded to 5; widest context 5
+    first = 0.01 + 0.002 + 1e-4 * 10 + 1e-5 * 10 + 0.004
+    assert rank.step_end == pytest.approx(first)
+    assert rank.prefilled == 4 + 2  # fed beyond one token per row
+    rank._end_step(first)
+    assert rank.step_end is None and rank.batch == []
+    # rid 2 made its 1 token; its answer leaves when the next step ends
+    assert rank.leaving == [(2, 1, 0.5)] and rank.answers == [] and rank.load == 3
+    assert dict(rank.kept) == {20: 3} and rank.running[1].context == 6
+    rank._start_step(first)
+    # rid 1 feeds its last token, rid 3 joins with its whole context of 8
+    assert rank.batch == [1, 3]
+    second = 0.01 + 0.002 + 1e-4 * 16 + 1e-5 * 16 + 0.002
+    assert rank.step_end == pytest.approx(first + second)
+    assert rank.prefilled == 6 + 0 + 7
+    rank._end_step(first + second)
+    assert rank.answers == [(pytest.approx(first + second + 0.5), 1, 2, 1)]  # rid 2 left
+    # both finished; one prefix kept, the most recently returned (rid 3's 8 cached tokens)
+    assert dict(rank.kept) == {30: 8} and not rank.running
+    assert rank.leaving == [(1, 2, 0.5), (3, 1, 0.5)]
+    rank._answer(2.0)
+    assert [a[2:] for a in sorted(rank.answers)] == [(2, 1), (1, 2), (3, 1)]
+    assert rank.answers[-1][0] == 2.5 and rank.leaving == [] and rank.load == 3
+    # trajectory 30's next turn (8 + 1 generated + 3 observed) is fed only what is not kept
+    rank.arriving.append((1.0, 4, 30, 12, 1, 0.5))
+    rank._start_step(1.0)
+    assert rank.step_end == pytest.approx(1.0 + 0.01 + 0.001 + 1e-4 * 4 + 1e-5 * 12 + 0.002)
+    assert rank.prefilled == 13 + 3 and 30 not in rank.kept
+
+
+def test_a_kept_prefix_never_covers_the_whole_context() -> None:
+    rank = StepRank(TERMS, max_batch=4, in_s=0.0, out_s=0.0, retain=4)
+    rank._keep(7, 9)
+    rank.arriving.append((0.0, 1, 7, 9, 1, 0.0))  # the same context again: one token is fed
+    rank._start_step(0.0)
+    assert rank.running[1].cached == 9
+    assert rank.step_end == pytest.approx(0.01 + 0.001 + 1e-4 + 1e-5 * 9 + 0.002)
+    assert rank.prefilled == 0
+
+
+def test_arrivals_not_due_wait_and_an_empty_engine_stays_idle() -> None:
+    rank = StepRank(TERMS, max_batch=4, in_s=0.0, out_s=0.0, retain=4)
+    rank._start_step(0.0)
+    assert rank.step_end is None and rank.batch == []
+    rank.arriving.append((0.3, 1, 1, 4, 1, 0.0))
+    rank._start_step(0.2)
+    assert rank.step_end is None and not rank.running
+    rank._start_step(0.3)
+    assert rank.batch == [1]
+
+
+def test_without_a_cache_every_step_feeds_every_whole_context() -> None:
+    rank = StepRank(TERMS, max_batch=4, in_s=0.0, out_s=0.0, retain=4, cache=False)
+    assert rank.retain == 0
+    rank.arriving.append((0.0, 1, 1, 6, 2, 0.0))
+    rank._start_step(0.0)
+    rank._end_step(rank.step_end)
+    rank._start_step(1.0)  # the second step feeds all 7 tokens again, without a join
+    assert rank.step_end == pytest.approx(1.0 + 0.01 + 0.001 + 1e-4 * 7 + 1e-5 * 7)
+    assert rank.prefilled == 5 + 6
+    rank._end_step(rank.step_end)
+    assert not rank.kept  # nothing kept without a cache
+
+
+def test_keeping_drops_the_least_recently_returned() -> None:
+    rank = StepRank(TERMS, max_batch=4, in_s=0.0, out_s=0.0, retain=2)
+    for tid, tokens in ((1, 5), (2, 6), (1, 7), (3, 8)):
+        rank._keep(tid, tokens)
+    assert list(rank.kept.items()) == [(1, 7), (3, 8)]
+    rank._keep(4, 0)  # nothing cached: nothing kept
+    assert list(rank.kept) == [1, 3]
+
+
+def test_a_step_alone_on_the_machine_takes_the_alone_factor() -> None:
+    busy = [True]
+    rank = StepRank(TERMS, 4, 0.0, 0.0, 4, alone=lambda: not busy[0], alone_factor=0.5)
+    rank.arriving.append((0.0, 1, 1, 4, 3, 0.0))
+    rank._start_step(0.0)
+    first = 0.01 + 0.001 + 1e-4 * 4 + 1e-5 * 4 + 0.002
+    assert rank.step_end == pytest.approx(first)
+    rank._end_step(first)
+    busy[0] = False
+    rank._start_step(first)  # nobody else busy: half as long
+    assert rank.step_end == pytest.approx(first + 0.5 * (0.01 + 0.001 + 1e-4 + 1e-5 * 5))
