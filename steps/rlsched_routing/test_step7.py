@@ -1,12 +1,13 @@
 """Step 7 of design/rlsched_routing.md: the ranks serving, found once per pump (0.7.0)."""
 
-from core_parts import CoreParts
+from core_parts import core_parts
 
+from rlsched.core.machine import Scheduler
 from rlsched.pool import DeviceMode
 
 
-def _parts() -> CoreParts:
-    parts = CoreParts(
+def _parts() -> Scheduler:
+    parts = core_parts(
         {
             "devices": {"count": 4, "gpus_per_rank": 1},
             "scheduler": {
