@@ -33,18 +33,23 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run from a ch
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 
 import ray  # noqa: E402
+import yaml  # noqa: E402
 
 import rlsched.core.commands as commands  # noqa: E402
 from rlsched.runtime.cluster import start_cluster, stop_cluster  # noqa: E402
-from rlsched.runtime.config import EXAMPLE, RunConfig, load_run_config  # noqa: E402
+from rlsched.runtime.config import RunConfig, load_run_config  # noqa: E402
 from rlsched.runtime.driver import Driver  # noqa: E402
 from rlsched.runtime.errors import RunStalled  # noqa: E402
 from rlsched.runtime.recorder import Recorder  # noqa: E402
 
+GRID_FILE = Path(__file__).resolve().parent.parent / "examples" / "run" / "grid.yaml"
+GRID = yaml.safe_load(GRID_FILE.read_text(encoding="utf-8"))
+
 
 def bench_config(restarts: int) -> RunConfig:
-    """The bundled example with a small batch (two devices, device 1 trains)."""
-    data = copy.deepcopy(EXAMPLE)
+    """The GridWalk run (examples/run/grid.yaml) with a small batch (two devices, device 1
+    trains)."""
+    data = copy.deepcopy(GRID)
     data["run"].update(eval_episodes=0, worker_restarts=restarts)
     data["scheduler"].update(train_batch_size=16, group_size=4, max_turns=8, max_tokens=256)
     data["env"]["kwargs"] = {"size": 3, "max_steps": 6}
@@ -144,7 +149,7 @@ def main() -> None:
         f"fault_bench: at={args.at} loss_seen_s {summary(seen)}; rejoin_s {summary(rejoin)}; "
         f"fresh actor_start_s {summary(fresh)}; "
         f"kill_to_trained_s {summary(trained)}; stall_detect_s {summary(stall)} "
-        f"(before: {EXAMPLE['scheduler']['env_timeout_s']:.0f} s env_timeout_s, then a traceback)"
+        f"(before: {GRID['scheduler']['env_timeout_s']:.0f} s env_timeout_s, then a traceback)"
     )
 
 

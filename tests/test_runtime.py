@@ -18,16 +18,21 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
+import yaml  # noqa: E402
+
 from rlsched.core.shell import PendingRequest  # noqa: E402
 from rlsched.runtime.cluster import run_training  # noqa: E402
-from rlsched.runtime.config import EXAMPLE, RunConfig, load_run_config  # noqa: E402
+from rlsched.runtime.config import RunConfig, load_run_config  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
+# GridWalk (one-token turns, learned in 16 cheap steps): the runs of these tests; the bundled
+# example (Recall) needs about 50 steps of 128 trajectories to learn, minutes, not a test
+GRID = yaml.safe_load((REPO / "examples" / "run" / "grid.yaml").read_text(encoding="utf-8"))
 
 
 def config(**patch: dict[str, Any]) -> RunConfig:
-    """The bundled example with sections patched (merged one level deep), no evaluation."""
-    data = copy.deepcopy(EXAMPLE)
+    """The GridWalk run with sections patched (merged one level deep), no evaluation."""
+    data = copy.deepcopy(GRID)
     data["run"]["eval_episodes"] = 0
     for key, value in patch.items():
         data[key] = {**data.get(key, {}), **value}
@@ -63,8 +68,8 @@ def check_accounting(driver: Any, steps: int) -> dict[str, int]:
     return acct
 
 
-def test_the_policy_learns_on_the_built_in_environment(cluster: None) -> None:
-    """Seeded run of the bundled example (timeshare, GridWalk 4x4): held-out reward rises and
+def test_the_policy_learns_on_gridwalk(cluster: None) -> None:
+    """Seeded run of the GridWalk example (timeshare, GridWalk 4x4): held-out reward rises and
     episode length falls; the per-step batch figures agree. Not a fixed curve: the same run
     with a zero learning rate learns nothing (checked below on the evaluation alone)."""
     cfg = config(run={"eval_episodes": 64, "seed": 0})
@@ -271,13 +276,13 @@ FAULT_SCRIPT = """
 import os, sys
 sys.path.insert(0, {steps!r})
 os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
-import copy
+import yaml
 from rlsched.core.commands import Train
 from rlsched.runtime.cluster import run_training
-from rlsched.runtime.config import EXAMPLE, load_run_config
+from rlsched.runtime.config import load_run_config
 from rlsched.runtime.errors import RunError
 from runtime_parts import kill_on
-data = copy.deepcopy(EXAMPLE)
+data = yaml.safe_load(open({grid!r}, encoding="utf-8"))
 data["run"].update(eval_episodes=0, worker_restarts={restarts})
 data["scheduler"].update(train_batch_size=16, group_size=4, max_turns=8, max_tokens=256)
 data["env"]["kwargs"] = {{"size": 3, "max_steps": 6}}
@@ -293,7 +298,8 @@ except RunError as exc:
 def test_a_killed_training_device_leaves_no_ray_process(restarts: int) -> None:
     """A run that starts its own Ray: with a restart, the run completes; without one, it stops
     at once with one line naming the lost device. Either way no Ray process is left."""
-    script = FAULT_SCRIPT.format(steps=str(REPO / "steps"), restarts=restarts)
+    grid = str(REPO / "examples" / "run" / "grid.yaml")
+    script = FAULT_SCRIPT.format(steps=str(REPO / "steps"), restarts=restarts, grid=grid)
     proc = subprocess.Popen(
         [sys.executable, "-c", script],
         stdout=subprocess.PIPE,

@@ -89,7 +89,7 @@ def test_faulty_grid_raises_and_hangs_reproducibly() -> None:
 
 
 def test_registry_resolves_builtins_and_module_paths() -> None:
-    assert set(BUILTIN_ENVS) == {"grid", "faulty-grid", "vault"}
+    assert set(BUILTIN_ENVS) == {"grid", "faulty-grid", "vault", "recall"}
     grid = resolve_env("grid")
     assert resolve_env("rlsched.envs.grid:GridWalk") is grid
     env = make_env("grid", {"size": 3, "max_steps": 5})

@@ -11,8 +11,21 @@ from rlsched.runtime.config import EXAMPLE, load_run_config
 def test_the_bundled_example_is_a_small_timeshare_run() -> None:
     cfg = load_run_config()
     assert cfg.scheduler.mode == "timeshare" and cfg.num_devices == 2
-    assert tuple(cfg.train_devices()) == (1,) and cfg.env.name == "grid"
-    assert cfg.run.eval_episodes > 0 and cfg.rollout.max_turn_tokens == 1
+    assert tuple(cfg.train_devices()) == (1,) and cfg.env.name == "recall"
+    assert cfg.run.eval_episodes > 0 and cfg.rollout.max_turn_tokens == 6
+    assert cfg.env.kwargs == {"width": 6, "max_turns": 16} and cfg.rollout.engine == "kv"
+    # a turn is one window; a whole episode fits the context the evaluation allows
+    assert cfg.scheduler.max_turns == cfg.env.kwargs["max_turns"]
+    assert 6 + 16 * (6 + 1) <= cfg.scheduler.max_tokens
+
+
+def test_the_example_files_are_the_bundled_run_and_the_gridwalk_run() -> None:
+    from pathlib import Path
+
+    runs = Path(__file__).resolve().parents[2] / "examples" / "run"
+    assert load_run_config(runs / "recall.yaml") == load_run_config(None)
+    grid = load_run_config(runs / "grid.yaml")
+    assert grid.env.name == "grid" and grid.rollout.max_turn_tokens == 1
 
 
 def test_yaml_text_and_mappings_load_alike() -> None:

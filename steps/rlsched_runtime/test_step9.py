@@ -1,15 +1,21 @@
 """Step 9 of design/rlsched_runtime.md: the policy on held-out episodes."""
 
 import copy
+from pathlib import Path
+
+import yaml
 
 from rlsched.envs.grid import GridWalk
 from rlsched.model import build_model, load_tokenizer
-from rlsched.runtime.config import EXAMPLE, load_run_config
+from rlsched.runtime.config import load_run_config
 from rlsched.runtime.evaluate import evaluate_policy
+
+GRID_FILE = Path(__file__).resolve().parents[2] / "examples" / "run" / "grid.yaml"
+GRID_RUN = yaml.safe_load(GRID_FILE.read_text(encoding="utf-8"))  # GridWalk, one-token turns
 
 
 def test_evaluation_is_seeded_and_sees_the_weights() -> None:
-    data = copy.deepcopy(EXAMPLE)
+    data = copy.deepcopy(GRID_RUN)
     data["env"]["kwargs"] = {"size": 3, "max_steps": 6}
     cfg = load_run_config(data)
     first = evaluate_policy(cfg, None, 16)
@@ -27,7 +33,7 @@ def test_evaluation_is_seeded_and_sees_the_weights() -> None:
 def test_figures_are_rounded_means_and_the_turn_limit_ends_episodes() -> None:
     import torch
 
-    data = copy.deepcopy(EXAMPLE)
+    data = copy.deepcopy(GRID_RUN)
     data["env"]["kwargs"] = {"size": 3, "max_steps": 6}
     cfg = load_run_config(data)
     threads = torch.get_num_threads()
