@@ -20,7 +20,13 @@ from rlsched.core.commands import (
     Train,
     TrainSample,
 )
-from rlsched.core.shell import COMMAND_TYPES, PendingDeviceOp, PendingPrompts, PendingTrain
+from rlsched.core.shell import (
+    COMMAND_TYPES,
+    PendingDeviceOp,
+    PendingEnvStep,
+    PendingPrompts,
+    PendingTrain,
+)
 from rlsched.runtime.driver import Commit, Driver, PromptsCall, TrainCall
 
 EXPORTED: list = []  # the training step's weights, synced by the last check
@@ -85,10 +91,17 @@ def test_aborts_closes_and_the_initial_layout(driver: Driver) -> None:
     driver.lost.discard(0)
     assert calls(driver, None) == []
     driver.store.add_group(0, [1, 2])
+    out = PendingEnvStep(0.0, StartEnvStep(2, 0, 9.0))  # trajectory 2's step is still out
+    other = PendingEnvStep(0.0, StartEnvStep(7, 0, 9.0))  # another group's is not dropped
+    driver.ledger.open(out)
+    driver.ledger.open(other)
     driver.execute(DropStale((0,), (0, 1, 2, 3)))
-    closes = calls(driver, None)
-    assert len(closes) == 2 and all(p.device is None for _, p in closes)
+    [(ref, close)] = calls(driver, None)  # one close: the environments go once
+    assert close.device is None and ray.get(ref) == 4  # the prompt loads above reset them
     assert driver.dropped == {0, 1, 2, 3} and not driver.store.records
+    assert not driver.ledger.holds(out)  # its answer, or the closed environment's error, is late
+    assert driver.ledger.outstanding(PendingEnvStep) == [other]
+    driver.ledger.forget(other)
     assert len(driver.ledger) == 0
     driver.execute(InitialLayout((0,), (1,)))  # device 1 starts asleep: waited for, drawn
     assert [(s.device, s.kind) for s in driver.recorder.spans] == [(1, "offload")]
