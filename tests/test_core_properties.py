@@ -14,6 +14,8 @@ lost devices. After every event it checks the invariants:
 * allocations are valid: requests only go to ROLLOUT ranks, offload only drained ranks,
   training only on offloaded devices; a shrink commits whole or is rolled back whole;
 * every trajectory's state changes only along `Trajectory.TRANSITIONS` (tests/traj_moves.py);
+* every command type has a handler (the world is a `Shell`: rlsched.core.shell refuses it
+  otherwise), and the world's running requests are `PendingRequest` records in its `Ledger`;
 * the initial layout comes from the `InitialLayout` command, device answers repeat the
   operation id of their command, and no turn is dispatched, nor environment step started, once
   the trajectory's idle environment session reached its deadline (the world sometimes enforces
@@ -59,6 +61,7 @@ from rlsched.core.events import (
     WorkerRecovered,
 )
 from rlsched.core.machine import Scheduler
+from rlsched.core.shell import Ledger, PendingRequest, Shell, handles
 from rlsched.pool import DeviceMode, GpuPool
 from tests.traj_moves import MoveWatch
 
@@ -70,7 +73,7 @@ SETTINGS = {
 }
 
 
-class World:
+class World(Shell):
     """A random shell: executes commands, checks them, and delivers events in random order."""
 
     def __init__(self, cfg: RlschedConfig, seed: int, loss_rate: float, max_losses: int) -> None:
@@ -93,7 +96,7 @@ class World:
         self.lost = [False] * n
         self.version = [0] * n
         self.produced = 0
-        self.running: dict[int, dict] = {}  # rid -> info, until its terminal event is delivered
+        self.ledger = Ledger()  # running requests, until their terminal event is delivered
         self.rank_rids: dict[int, set[int]] = {e: set() for e in range(n // self.tp)}
         self.finished_turns: Counter = Counter()  # (tid, turn) -> accepted finishes
         self.env_started: set[tuple[int, int]] = set()
@@ -156,20 +159,20 @@ class World:
         self.time += self.rng.choice((0.0, 0.5, 1.0))
         if kind == "finish" or kind == "abort":
             rid, tokens, late = payload
-            info = self.running.pop(rid, None)
-            deadline = info["deadline"] if info is not None else None
+            op = self.ledger.close(PendingRequest, rid)
+            deadline = op.command.env_deadline if op is not None else None
             expired = kind == "finish" and deadline is not None and self.time >= deadline
             if expired and self.rng.random() < 0.5:  # the shell enforces the session deadline
                 kind, tokens = "abort", self.rng.randint(0, tokens)
-            if info is not None:
-                self.rank_rids[info["rank"]].discard(rid)
+            if op is not None:
+                self.rank_rids[op.command.rank].discard(rid)
             event = (RequestFinished if kind == "finish" else RequestAborted)(
                 self.time, rid, tokens
             )
-            if info is not None and not late and kind == "finish":
-                known = self.sched.buffer.trajs.get(info["tid"])
+            if op is not None and not late and kind == "finish":
+                known = self.sched.buffer.trajs.get(op.command.tid)
                 if known is not None and known.rid == rid:
-                    self.finished_turns[(info["tid"], info["turn"])] += 1
+                    self.finished_turns[(op.command.tid, op.command.turn)] += 1
             self.feed(event)
         elif kind == "env":
             tid, turn, timed_out, obs, done = payload
@@ -257,7 +260,7 @@ class World:
                 self.in_batch -= info["tids"]
                 dead_steps.add(step)
         for rid in list(self.rank_rids[rank]):
-            self.running.pop(rid)
+            assert self.ledger.forget(self.ledger.get(PendingRequest, rid))
         self.rank_rids[rank].clear()
         # requests of the dead rank: their events mostly vanish, some arrive late
         kept = []
@@ -297,127 +300,140 @@ class World:
 
     # ---------------------------------------------------------------- executing commands
 
-    def execute(self, c) -> None:
+    def execute(self, command) -> None:
+        assert self.layout_seen or isinstance(command, InitialLayout), (
+            f"{command!r} before InitialLayout"
+        )
+        super().execute(command)
+
+    @handles(InitialLayout)
+    def layout(self, c: InitialLayout) -> None:
+        assert not self.layout_seen, "InitialLayout sent twice"
+        self.layout_seen = True
+        assert sorted(c.rollout + c.offloaded) == list(range(self.n))
+        for d in c.rollout:
+            self.awake[d] = True
+
+    @handles(LoadPrompts)
+    def load_prompts(self, c: LoadPrompts) -> None:
+        assert c.count >= 1
+        self.pending.append(("prompts", (c.load_id, c.count)))
+
+    @handles(Dispatch)
+    def dispatch(self, c: Dispatch) -> None:
         sched = self.sched
-        if isinstance(c, InitialLayout):
-            assert not self.layout_seen, "InitialLayout sent twice"
-            self.layout_seen = True
-            assert sorted(c.rollout + c.offloaded) == list(range(self.n))
-            for d in c.rollout:
-                self.awake[d] = True
-            return
-        assert self.layout_seen, f"{c!r} before InitialLayout"
-        if isinstance(c, LoadPrompts):
-            assert c.count >= 1
-            self.pending.append(("prompts", (c.load_id, c.count)))
-        elif isinstance(c, Dispatch):
-            devices = range(c.rank * self.tp, c.rank * self.tp + self.tp)
-            for d in devices:
-                assert sched.pool.mode(d) is DeviceMode.ROLLOUT, "dispatch to non-ROLLOUT"
-                assert self.awake[d] and not self.training[d] and not self.lost[d]
-                assert not self.offloading[d], "dispatch to an rank being offloaded"
-            assert c.version == min(self.version[d] for d in devices), "wrong weights version"
-            assert c.version >= sched.version - self.S
-            assert c.tid not in self.dropped and c.tid not in self.trained
-            for info in self.running.values():
-                assert info["tid"] != c.tid, f"trajectory {c.tid} running twice"
-            assert c.turn == self.next_turn.get(c.tid, 0), "turn out of order"
-            assert (c.tid, c.turn) not in self.env_started
-            assert c.max_new_tokens >= 1
-            assert c.env_deadline == self.session_deadline.get(c.tid), "wrong session deadline"
-            assert c.env_deadline is None or self.time < c.env_deadline, "dispatch past deadline"
-            assert (
-                c.context_tokens + c.resume_tokens + c.max_new_tokens
-                == self.cfg.scheduler.max_tokens
-            )
-            self.min_version[c.tid] = min(self.min_version.get(c.tid, c.version), c.version)
-            info = {
-                "tid": c.tid,
-                "turn": c.turn,
-                "rank": c.rank,
-                "max": c.max_new_tokens,
-                "deadline": c.env_deadline,
-            }
-            self.running[c.rid] = info
-            self.rank_rids[c.rank].add(c.rid)
-            self.rids_by_rank_history.setdefault(c.rank, set()).add(c.rid)
-            tokens = self.rng.randint(0, c.max_new_tokens)
-            self.pending.append(("finish", (c.rid, tokens, False)))
-        elif isinstance(c, Abort):
-            assert c.rids and len(set(c.rids)) == len(c.rids)
-            for rid in c.rids:
-                info = self.running.get(rid)
-                assert info is not None and info["rank"] == c.rank, "abort of unknown request"
-                if self.rng.random() < 0.7:  # the abort wins the race
-                    for i, (kind, payload) in enumerate(self.pending):
-                        if kind == "finish" and payload[0] == rid:
-                            partial = self.rng.randint(0, payload[1])
-                            self.pending[i] = ("abort", (rid, partial, False))
-                            break
-        elif isinstance(c, Offload):
-            for d in c.devices:
-                assert self.awake[d] and not self.training[d] and not self.lost[d]
-                assert not self.offloading[d]
-                assert not self.rank_rids[d // self.tp], "offload of an undrained rank"
-                self.offloading[d] = True
-                self.pending.append(("offload", (d, c.op_id)))
-        elif isinstance(c, Reload):
-            for d in c.devices:
-                assert not self.awake[d] and not self.training[d] and not self.lost[d]
-                self.pending.append(("reload", (d, c.op_id)))
-        elif isinstance(c, SyncWeights):
-            assert c.version == self.produced == sched.version
-            for d in c.devices:
-                assert not self.lost[d] and not self.training[d]
-                self.pending.append(("sync", (d, c.version)))
-        elif isinstance(c, Train):
-            assert c.devices and len(set(c.devices)) == len(c.devices)
-            for d in c.devices:
-                assert not self.awake[d] and not self.training[d] and not self.lost[d]
-                assert not self.offloading[d]
-                self.training[d] = True
-            assert c.version == self.produced
-            tids = {s.tid for s in c.samples}
-            assert len(tids) == len(c.samples) == self.cfg.scheduler.train_batch_size
-            per_group = Counter(s.gid for s in c.samples)
-            assert set(per_group.values()) == {self.cfg.scheduler.group_size}, "incomplete group"
-            assert not (tids & self.trained), "trained twice"
-            assert not (tids & self.dropped), "training a dropped trajectory"
-            assert not (tids & self.in_batch), "trajectory in two batches"
-            for s in c.samples:
-                assert c.version - self.min_version[s.tid] <= self.S, "staleness bound exceeded"
-                assert all(c.version - v <= self.S for v in s.turn_versions)
-                assert len(s.turn_versions) >= 1
-                # a turn closed after its session timed out starts no environment step
-                assert s.timed_out or (s.tid, len(s.turn_versions) - 1) in self.env_started
-            self.in_batch |= tids
-            self.steps[c.step] = {
-                "devices": c.devices,
-                "tids": tids,
-                "failed": False,
-                "done": False,
-            }
-            self.pending.append(("train", (c.step, c.version)))
-        elif isinstance(c, DropStale):
-            tids = set(c.tids)
-            assert not (tids & self.trained) and not (tids & self.in_batch)
-            assert len(c.tids) == len(c.gids) * self.cfg.scheduler.group_size
-            self.dropped |= tids
-        elif isinstance(c, StartEnvStep):
-            key = (c.tid, c.turn)
-            assert key not in self.env_started, "environment step started twice"
-            assert self.finished_turns[key] == 1 or self.cfg.scheduler.migration == "resume"
-            assert c.deadline == self.time + self.cfg.scheduler.env_timeout_s
-            session = self.session_deadline.get(c.tid)
-            assert session is None or self.time < session, "env step of a timed-out session"
-            self.env_started.add(key)
-            self.env_pending.add(key)
-            roll = self.rng.random()
-            ended = "failed" if 0.05 <= roll < 0.08 else roll < 0.05
-            payload = (c.tid, c.turn, ended, self.rng.randint(0, 8), roll > 0.6)
-            self.pending.append(("env", payload))
-        else:  # pragma: no cover
-            raise TypeError(f"unknown command {c!r}")
+        devices = range(c.rank * self.tp, c.rank * self.tp + self.tp)
+        for d in devices:
+            assert sched.pool.mode(d) is DeviceMode.ROLLOUT, "dispatch to non-ROLLOUT"
+            assert self.awake[d] and not self.training[d] and not self.lost[d]
+            assert not self.offloading[d], "dispatch to an rank being offloaded"
+        assert c.version == min(self.version[d] for d in devices), "wrong weights version"
+        assert c.version >= sched.version - self.S
+        assert c.tid not in self.dropped and c.tid not in self.trained
+        for op in self.ledger.outstanding(PendingRequest):
+            assert op.command.tid != c.tid, f"trajectory {c.tid} running twice"
+        assert c.turn == self.next_turn.get(c.tid, 0), "turn out of order"
+        assert (c.tid, c.turn) not in self.env_started
+        assert c.max_new_tokens >= 1
+        assert c.env_deadline == self.session_deadline.get(c.tid), "wrong session deadline"
+        assert c.env_deadline is None or self.time < c.env_deadline, "dispatch past deadline"
+        assert (
+            c.context_tokens + c.resume_tokens + c.max_new_tokens
+            == self.cfg.scheduler.max_tokens
+        )
+        self.min_version[c.tid] = min(self.min_version.get(c.tid, c.version), c.version)
+        self.ledger.open(PendingRequest(self.time, c))
+        self.rank_rids[c.rank].add(c.rid)
+        self.rids_by_rank_history.setdefault(c.rank, set()).add(c.rid)
+        tokens = self.rng.randint(0, c.max_new_tokens)
+        self.pending.append(("finish", (c.rid, tokens, False)))
+
+    @handles(Abort)
+    def abort(self, c: Abort) -> None:
+        assert c.rids and len(set(c.rids)) == len(c.rids)
+        for rid in c.rids:
+            op = self.ledger.get(PendingRequest, rid)
+            assert op is not None and op.command.rank == c.rank, "abort of unknown request"
+            if self.rng.random() < 0.7:  # the abort wins the race
+                for i, (kind, payload) in enumerate(self.pending):
+                    if kind == "finish" and payload[0] == rid:
+                        partial = self.rng.randint(0, payload[1])
+                        self.pending[i] = ("abort", (rid, partial, False))
+                        break
+
+    @handles(Offload)
+    def offload(self, c: Offload) -> None:
+        for d in c.devices:
+            assert self.awake[d] and not self.training[d] and not self.lost[d]
+            assert not self.offloading[d]
+            assert not self.rank_rids[d // self.tp], "offload of an undrained rank"
+            self.offloading[d] = True
+            self.pending.append(("offload", (d, c.op_id)))
+
+    @handles(Reload)
+    def reload(self, c: Reload) -> None:
+        for d in c.devices:
+            assert not self.awake[d] and not self.training[d] and not self.lost[d]
+            self.pending.append(("reload", (d, c.op_id)))
+
+    @handles(SyncWeights)
+    def sync(self, c: SyncWeights) -> None:
+        assert c.version == self.produced == self.sched.version
+        for d in c.devices:
+            assert not self.lost[d] and not self.training[d]
+            self.pending.append(("sync", (d, c.version)))
+
+    @handles(Train)
+    def train(self, c: Train) -> None:
+        assert c.devices and len(set(c.devices)) == len(c.devices)
+        for d in c.devices:
+            assert not self.awake[d] and not self.training[d] and not self.lost[d]
+            assert not self.offloading[d]
+            self.training[d] = True
+        assert c.version == self.produced
+        tids = {s.tid for s in c.samples}
+        assert len(tids) == len(c.samples) == self.cfg.scheduler.train_batch_size
+        per_group = Counter(s.gid for s in c.samples)
+        assert set(per_group.values()) == {self.cfg.scheduler.group_size}, "incomplete group"
+        assert not (tids & self.trained), "trained twice"
+        assert not (tids & self.dropped), "training a dropped trajectory"
+        assert not (tids & self.in_batch), "trajectory in two batches"
+        for s in c.samples:
+            assert c.version - self.min_version[s.tid] <= self.S, "staleness bound exceeded"
+            assert all(c.version - v <= self.S for v in s.turn_versions)
+            assert len(s.turn_versions) >= 1
+            # a turn closed after its session timed out starts no environment step
+            assert s.timed_out or (s.tid, len(s.turn_versions) - 1) in self.env_started
+        self.in_batch |= tids
+        self.steps[c.step] = {
+            "devices": c.devices,
+            "tids": tids,
+            "failed": False,
+            "done": False,
+        }
+        self.pending.append(("train", (c.step, c.version)))
+
+    @handles(DropStale)
+    def drop_stale(self, c: DropStale) -> None:
+        tids = set(c.tids)
+        assert not (tids & self.trained) and not (tids & self.in_batch)
+        assert len(c.tids) == len(c.gids) * self.cfg.scheduler.group_size
+        self.dropped |= tids
+
+    @handles(StartEnvStep)
+    def start_env_step(self, c: StartEnvStep) -> None:
+        key = (c.tid, c.turn)
+        assert key not in self.env_started, "environment step started twice"
+        assert self.finished_turns[key] == 1 or self.cfg.scheduler.migration == "resume"
+        assert c.deadline == self.time + self.cfg.scheduler.env_timeout_s
+        session = self.session_deadline.get(c.tid)
+        assert session is None or self.time < session, "env step of a timed-out session"
+        self.env_started.add(key)
+        self.env_pending.add(key)
+        roll = self.rng.random()
+        ended = "failed" if 0.05 <= roll < 0.08 else roll < 0.05
+        payload = (c.tid, c.turn, ended, self.rng.randint(0, 8), roll > 0.6)
+        self.pending.append(("env", payload))
 
     # ---------------------------------------------------------------- invariants
 
@@ -463,7 +479,8 @@ class World:
         for tid in self.min_version:
             states = (tid in self.trained) + (tid in self.dropped) + (tid in live)
             assert states == 1, f"trajectory {tid} lost or duplicated"
-        world_running = {info["tid"]: rid for rid, info in self.running.items()}
+        running = self.ledger.outstanding(PendingRequest)
+        world_running = {op.command.tid: op.command.rid for op in running}
         for tid, traj in live.items():
             if traj.rid is not None:
                 assert world_running.get(tid) == traj.rid, f"request of {tid} lost"

@@ -57,6 +57,7 @@ from rlsched.core.events import (
     WorkerLost,
 )
 from rlsched.core.machine import Scheduler
+from rlsched.core.shell import Ledger, PendingRequest, Shell, handles
 from rlsched.pool import DeviceMode
 from tests.traj_moves import MoveWatch
 
@@ -105,8 +106,9 @@ def snapshot(sched: Scheduler) -> tuple:
     )
 
 
-class ReviewWorld:
-    """A random shell with its own model of every trajectory."""
+class ReviewWorld(Shell):
+    """A random shell with its own model of every trajectory (its running requests are
+    `PendingRequest` records in its ledger)."""
 
     def __init__(
         self,
@@ -143,7 +145,7 @@ class ReviewWorld:
         self.training_gpus: set[int] = set()
         self.prompts: list[int] = []
         self.model: dict[int, dict] = {}
-        self.live: dict[int, dict] = {}  # rid -> request, until answered or its rank is lost
+        self.ledger = Ledger()  # running requests, until answered or their rank is lost
         self.dropped: set[int] = set()
         self.trained: set[int] = set()
         self.steps: dict[int, dict] = {}
@@ -208,8 +210,8 @@ class ReviewWorld:
             _, rid, aborted, tokens = item
             if not aborted and self.rng.random() < self.own_aborts:
                 aborted, tokens = True, self.rng.randint(0, tokens)
-            req = self.live.get(rid)
-            expired = not aborted and req is not None and self.expired(req["tid"])
+            op = self.ledger.get(PendingRequest, rid)
+            expired = not aborted and op is not None and self.expired(op.command.tid)
             if expired and self.rng.random() < 0.5:  # the shell enforces Dispatch.env_deadline
                 aborted, tokens = True, self.rng.randint(0, tokens)
             self.answer(rid, aborted, tokens)
@@ -271,29 +273,30 @@ class ReviewWorld:
             raise AssertionError(kind)
 
     def answer(self, rid: int, aborted: bool, tokens: int) -> None:
-        req = self.live.pop(rid, None)
-        accepted = req is not None and req["tid"] not in self.dropped
+        op = self.ledger.close(PendingRequest, rid)
+        req = op.command if op is not None else None
+        accepted = req is not None and req.tid not in self.dropped
         closes: set = set()
-        if accepted and self.expired(req["tid"]):
+        if accepted and self.expired(req.tid):
             # the idle session timed out: a finished turn is kept, an interrupted one dropped
-            m = self.model[req["tid"]]
+            m = self.model[req.tid]
             if aborted:
                 self.kept_partials += tokens
                 m["resume"], m["contrib"] = 0, []
             else:
-                self.close_turn(m, tokens, req["version"])
+                self.close_turn(m, tokens, req.version)
             m["done"] = m["timed_out"] = True
         elif accepted:
-            m = self.model[req["tid"]]
+            m = self.model[req.tid]
             if aborted:
                 self.kept_partials += tokens
                 if self.resume and tokens:
                     m["resume"] += tokens
-                    m["contrib"].append(req["version"])
+                    m["contrib"].append(req.version)
                 if m["context"] + m["resume"] >= self.max_tokens:
-                    closes.add(self.close_turn(m, 0, req["version"]))
+                    closes.add(self.close_turn(m, 0, req.version))
             else:
-                closes.add(self.close_turn(m, tokens, req["version"]))
+                closes.add(self.close_turn(m, tokens, req.version))
         event = (RequestAborted if aborted else RequestFinished)(self.time, rid, tokens)
         self.feed(event, closes)
 
@@ -329,9 +332,11 @@ class ReviewWorld:
         self.lost |= gpus
         self.awake -= gpus
         self.offloading -= gpus
-        dead_rids = {rid for rid, r in self.live.items() if r["rank"] == rank}
-        for rid in dead_rids:
-            tid = self.live.pop(rid)["tid"]
+        dead = [op for op in self.ledger.outstanding(PendingRequest) if op.command.rank == rank]
+        dead_rids = {op.command.rid for op in dead}
+        for op in dead:
+            self.ledger.forget(op)
+            tid = op.command.tid
             if tid not in self.dropped and self.expired(tid):  # requeued: its session is gone
                 m = self.model[tid]
                 m["resume"], m["contrib"] = 0, []
@@ -359,113 +364,131 @@ class ReviewWorld:
 
     # ---------------------------------------------------------------- commands
 
-    def execute(self, c) -> None:
-        sched = self.sched
-        if isinstance(c, InitialLayout):
-            assert not self.awake and sorted(c.rollout + c.offloaded) == list(range(self.n))
-            self.awake = set(c.rollout)
-        elif isinstance(c, LoadPrompts):
-            self.pending.append(("prompts", c.load_id, c.count))
-        elif isinstance(c, Dispatch):
-            gpus = set(range(c.rank * self.tp, c.rank * self.tp + self.tp))
-            assert gpus <= self.awake and not gpus & (self.lost | self.offloading)
-            assert not gpus & self.training_gpus
-            assert c.version >= sched.version - self.S, "request started too stale"
-            m = self.model.setdefault(
-                c.tid,
-                {
-                    "tid": c.tid,
-                    "turn": 0,
-                    "context": self.prompts[c.gid],
-                    "resume": 0,
-                    "contrib": [],
-                    "versions": [],
-                    "done": False,
-                    "deadline": None,
-                    "timed_out": False,
-                },
-            )
-            assert c.gid == c.tid // self.group_size
-            assert not m["done"] and c.tid not in self.dropped
-            assert all(r["tid"] != c.tid for r in self.live.values()), "trajectory runs twice"
-            assert c.turn == m["turn"], "turn out of order"
-            assert (c.context_tokens, c.resume_tokens) == (m["context"], m["resume"]), (
-                "token accounting diverged from the shell's model"
-            )
-            if not self.resume:
-                assert c.resume_tokens == 0, "reissue must discard partial tokens"
-            assert c.max_new_tokens == self.max_tokens - m["context"] - m["resume"] >= 1
-            assert c.env_deadline == m["deadline"], "session deadline diverged from the model"
-            assert not self.expired(c.tid), "dispatched after its environment session timed out"
-            self.live[c.rid] = {"tid": c.tid, "rank": c.rank, "version": c.version}
-            self.pending.append(("answer", c.rid, False, self.rng.randint(0, c.max_new_tokens)))
-        elif isinstance(c, Abort):
-            for rid in c.rids:
-                assert self.live[rid]["rank"] == c.rank
-                if self.rng.random() < 0.7:
-                    for i, item in enumerate(self.pending):
-                        if item[0] == "answer" and item[1] == rid:
-                            self.pending[i] = ("answer", rid, True, self.rng.randint(0, item[3]))
-                            break
-        elif isinstance(c, Offload):
-            rank = c.devices[0] // self.tp
-            assert not any(r["rank"] == rank for r in self.live.values()), "undrained offload"
-            for d in c.devices:
-                assert d in self.awake and d not in self.offloading
-                self.offloading.add(d)
-                self.pending.append(("offload", d, c.op_id))
-        elif isinstance(c, Reload):
-            for d in c.devices:
-                assert d not in self.awake and d not in self.lost
-                self.pending.append(("reload", d, c.op_id))
-        elif isinstance(c, SyncWeights):
-            assert c.version == sched.version
-            for d in c.devices:
-                self.pending.append(("sync", d, c.version))
-        elif isinstance(c, Train):
-            assert c.version == sched.version
-            for d in c.devices:
-                assert d not in self.awake and d not in self.offloading and d not in self.lost
-            busy = set().union(
-                *(i["tids"] for i in self.steps.values() if not i["done"] and not i["dead"])
-            )
-            tids = {s.tid for s in c.samples}
-            assert len(tids) == self.cfg.scheduler.train_batch_size
-            assert set(Counter(s.gid for s in c.samples).values()) == {self.group_size}
-            assert not tids & (self.trained | self.dropped | busy)
-            for s in c.samples:
-                m = self.model[s.tid]
-                if not m["done"]:  # its session timed out while it waited in the queue
-                    assert s.timed_out and self.expired(s.tid), f"{s.tid} trained unfinished"
-                    assert all(r["tid"] != s.tid for r in self.live.values())
-                    m["done"] = m["timed_out"] = True
-                assert s.timed_out == m["timed_out"], f"timed_out flag of {s.tid}"
-                assert s.turn_versions == tuple(m["versions"]), (
-                    f"turn versions of {s.tid}: core {s.turn_versions}, oldest kept {m['versions']}"
-                )
-                assert all(c.version - v <= self.S for v in m["versions"]), "staleness exceeded"
-            self.training_gpus |= set(c.devices)
-            self.steps[c.step] = {
-                "devices": c.devices,
-                "tids": tids,
-                "failed": False,
-                "dead": False,
+    @handles(InitialLayout)
+    def layout(self, c: InitialLayout) -> None:
+        assert not self.awake and sorted(c.rollout + c.offloaded) == list(range(self.n))
+        self.awake = set(c.rollout)
+
+    @handles(LoadPrompts)
+    def load_prompts(self, c: LoadPrompts) -> None:
+        self.pending.append(("prompts", c.load_id, c.count))
+
+    def running(self) -> list[Dispatch]:
+        return [op.command for op in self.ledger.outstanding(PendingRequest)]
+
+    @handles(Dispatch)
+    def dispatch(self, c: Dispatch) -> None:
+        gpus = set(range(c.rank * self.tp, c.rank * self.tp + self.tp))
+        assert gpus <= self.awake and not gpus & (self.lost | self.offloading)
+        assert not gpus & self.training_gpus
+        assert c.version >= self.sched.version - self.S, "request started too stale"
+        m = self.model.setdefault(
+            c.tid,
+            {
+                "tid": c.tid,
+                "turn": 0,
+                "context": self.prompts[c.gid],
+                "resume": 0,
+                "contrib": [],
+                "versions": [],
                 "done": False,
-            }
-            self.pending.append(("train", c.step, c.version))
-        elif isinstance(c, DropStale):
-            assert not set(c.tids) & self.trained
-            self.dropped |= set(c.tids)
-        elif isinstance(c, StartEnvStep):
-            key = (c.tid, c.turn)
-            assert key in self.expect_env, f"unexpected environment step {key}"
-            self.expect_env.discard(key)
-            assert c.deadline == self.time + self.cfg.scheduler.env_timeout_s
-            roll = self.rng.random()
-            obs = self.rng.randint(0, 8)
-            self.pending.append(("env", c.tid, c.turn, obs, roll > 0.6, roll < 0.05))
-        else:  # pragma: no cover
-            raise TypeError(c)
+                "deadline": None,
+                "timed_out": False,
+            },
+        )
+        assert c.gid == c.tid // self.group_size
+        assert not m["done"] and c.tid not in self.dropped
+        assert all(r.tid != c.tid for r in self.running()), "trajectory runs twice"
+        assert c.turn == m["turn"], "turn out of order"
+        assert (c.context_tokens, c.resume_tokens) == (m["context"], m["resume"]), (
+            "token accounting diverged from the shell's model"
+        )
+        if not self.resume:
+            assert c.resume_tokens == 0, "reissue must discard partial tokens"
+        assert c.max_new_tokens == self.max_tokens - m["context"] - m["resume"] >= 1
+        assert c.env_deadline == m["deadline"], "session deadline diverged from the model"
+        assert not self.expired(c.tid), "dispatched after its environment session timed out"
+        self.ledger.open(PendingRequest(self.time, c))
+        self.pending.append(("answer", c.rid, False, self.rng.randint(0, c.max_new_tokens)))
+
+    @handles(Abort)
+    def abort(self, c: Abort) -> None:
+        for rid in c.rids:
+            assert self.ledger.get(PendingRequest, rid).command.rank == c.rank
+            if self.rng.random() < 0.7:
+                for i, item in enumerate(self.pending):
+                    if item[0] == "answer" and item[1] == rid:
+                        self.pending[i] = ("answer", rid, True, self.rng.randint(0, item[3]))
+                        break
+
+    @handles(Offload)
+    def offload(self, c: Offload) -> None:
+        rank = c.devices[0] // self.tp
+        assert not any(r.rank == rank for r in self.running()), "undrained offload"
+        for d in c.devices:
+            assert d in self.awake and d not in self.offloading
+            self.offloading.add(d)
+            self.pending.append(("offload", d, c.op_id))
+
+    @handles(Reload)
+    def reload(self, c: Reload) -> None:
+        for d in c.devices:
+            assert d not in self.awake and d not in self.lost
+            self.pending.append(("reload", d, c.op_id))
+
+    @handles(SyncWeights)
+    def sync(self, c: SyncWeights) -> None:
+        assert c.version == self.sched.version
+        for d in c.devices:
+            self.pending.append(("sync", d, c.version))
+
+    @handles(Train)
+    def train(self, c: Train) -> None:
+        assert c.version == self.sched.version
+        for d in c.devices:
+            assert d not in self.awake and d not in self.offloading and d not in self.lost
+        busy = set().union(
+            *(i["tids"] for i in self.steps.values() if not i["done"] and not i["dead"])
+        )
+        tids = {s.tid for s in c.samples}
+        assert len(tids) == self.cfg.scheduler.train_batch_size
+        assert set(Counter(s.gid for s in c.samples).values()) == {self.group_size}
+        assert not tids & (self.trained | self.dropped | busy)
+        for s in c.samples:
+            m = self.model[s.tid]
+            if not m["done"]:  # its session timed out while it waited in the queue
+                assert s.timed_out and self.expired(s.tid), f"{s.tid} trained unfinished"
+                assert all(r.tid != s.tid for r in self.running())
+                m["done"] = m["timed_out"] = True
+            assert s.timed_out == m["timed_out"], f"timed_out flag of {s.tid}"
+            assert s.turn_versions == tuple(m["versions"]), (
+                f"turn versions of {s.tid}: core {s.turn_versions}, oldest kept {m['versions']}"
+            )
+            assert all(c.version - v <= self.S for v in m["versions"]), "staleness exceeded"
+        self.training_gpus |= set(c.devices)
+        self.steps[c.step] = {
+            "devices": c.devices,
+            "tids": tids,
+            "failed": False,
+            "dead": False,
+            "done": False,
+        }
+        self.pending.append(("train", c.step, c.version))
+
+    @handles(DropStale)
+    def drop_stale(self, c: DropStale) -> None:
+        assert not set(c.tids) & self.trained
+        self.dropped |= set(c.tids)
+
+    @handles(StartEnvStep)
+    def start_env_step(self, c: StartEnvStep) -> None:
+        key = (c.tid, c.turn)
+        assert key in self.expect_env, f"unexpected environment step {key}"
+        self.expect_env.discard(key)
+        assert c.deadline == self.time + self.cfg.scheduler.env_timeout_s
+        roll = self.rng.random()
+        obs = self.rng.randint(0, 8)
+        self.pending.append(("env", c.tid, c.turn, obs, roll > 0.6, roll < 0.05))
 
     def final_accounting(self) -> None:
         live = self.sched.buffer.trajs
@@ -590,7 +613,7 @@ def test_staleness_zero_is_synchronous_and_live(cfg, seed):
 # ------------------------------------------------------------------ targeted tests
 
 
-class FifoShell:
+class FifoShell(Shell):
     """Answers every command at once, in order; the caller may hold events back."""
 
     def __init__(self, cfg: RlschedConfig, tokens: int = 5) -> None:
@@ -604,30 +627,42 @@ class FifoShell:
         out = self.sched.handle(event)
         self.log.extend(out)
         for c in out:
-            self.answer(c)
+            self.execute(c)
         self.sched.check_invariants()
         return out
 
-    def answer(self, c) -> None:
-        t = self.t
-        if isinstance(c, LoadPrompts):
-            self.pending.append(lambda t: PromptsLoaded(t, c.load_id, (10,) * c.count))
-        elif isinstance(c, Dispatch):
-            k = min(self.tokens, c.max_new_tokens)
-            self.pending.append(lambda t, c=c: RequestFinished(t, c.rid, k))
-        elif isinstance(c, Offload):
-            self.pending.extend(lambda t, d=d: OffloadDone(t, d, c.op_id) for d in c.devices)
-        elif isinstance(c, Reload):
-            self.pending.extend(lambda t, d=d: ReloadDone(t, d, c.op_id) for d in c.devices)
-        elif isinstance(c, SyncWeights):
-            self.pending.extend(lambda t, d=d: WeightsSynced(t, d, c.version) for d in c.devices)
-        elif isinstance(c, Train):
-            self.pending.append(lambda t, c=c: TrainingDone(t, c.step, c.version + 1, True))
-        elif isinstance(c, StartEnvStep):
-            self.pending.append(lambda t, c=c: EnvStepDone(t, c.tid, c.turn, 3, False))
-        elif isinstance(c, Abort):
-            pass  # requests answer as planned (finish wins the race)
-        del t
+    @handles(LoadPrompts)
+    def load_prompts(self, c: LoadPrompts) -> None:
+        self.pending.append(lambda t: PromptsLoaded(t, c.load_id, (10,) * c.count))
+
+    @handles(Dispatch)
+    def dispatch(self, c: Dispatch) -> None:
+        k = min(self.tokens, c.max_new_tokens)
+        self.pending.append(lambda t: RequestFinished(t, c.rid, k))
+
+    @handles(Offload)
+    def offload(self, c: Offload) -> None:
+        self.pending.extend(lambda t, d=d: OffloadDone(t, d, c.op_id) for d in c.devices)
+
+    @handles(Reload)
+    def reload(self, c: Reload) -> None:
+        self.pending.extend(lambda t, d=d: ReloadDone(t, d, c.op_id) for d in c.devices)
+
+    @handles(SyncWeights)
+    def sync(self, c: SyncWeights) -> None:
+        self.pending.extend(lambda t, d=d: WeightsSynced(t, d, c.version) for d in c.devices)
+
+    @handles(Train)
+    def train(self, c: Train) -> None:
+        self.pending.append(lambda t: TrainingDone(t, c.step, c.version + 1, True))
+
+    @handles(StartEnvStep)
+    def start_env_step(self, c: StartEnvStep) -> None:
+        self.pending.append(lambda t: EnvStepDone(t, c.tid, c.turn, 3, False))
+
+    @handles(Abort, DropStale, InitialLayout)
+    def nothing(self, c: Abort | DropStale | InitialLayout) -> None:
+        """Requests answer as planned (a finish wins the race); nothing else answers."""
 
     def step(self) -> list:
         self.t += 0.25

@@ -18,6 +18,7 @@ import pytest
 
 ray = pytest.importorskip("ray")
 
+from rlsched.core.shell import PendingRequest  # noqa: E402
 from rlsched.runtime.cluster import run_training  # noqa: E402
 from rlsched.runtime.config import EXAMPLE, RunConfig, load_run_config  # noqa: E402
 
@@ -145,9 +146,9 @@ def test_a_killed_rollout_actor_loses_no_request(cluster: None) -> None:
 
         def feed(events: list) -> None:
             original(events)
-            if not killed and driver.recorder.rows and driver._live_gen:
-                on_device_0 = [r for r, d in driver._live_gen.items() if d == 0]
-                if on_device_0:
+            if not killed and driver.recorder.rows:
+                running = driver.ledger.outstanding(PendingRequest)
+                if any(op.command.rank == 0 for op in running):
                     ray.kill(driver.workers[0], no_restart=True)
                     killed.append(driver.now())
 

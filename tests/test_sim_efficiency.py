@@ -29,7 +29,8 @@ event of simulated runs, on the four-GPU example and on random small worlds:
   free KV for it, else the eligible rank with the most free KV (ties: less loaded, lowest id);
   and no dispatch plans more KV than its rank reported free, less what was planned there
   since (rebuilt here from `Started.kv_tokens`, each answer's `kv_free` and the dispatches;
-  a rank leaving rollout is accounted empty).
+  a rank leaving rollout is accounted empty). Under divided rollout a turn's need is its
+  context, its kept tokens and the chunk's new tokens (routing 0.8.0, Seer's Algorithm 2).
 * Weight sync overlapped with reload (design/rlsched_transitions.md, begin_expand): a Reload
   of a device behind the trainer goes out with (or after) the SyncWeights that brings it
   current, never waiting for the reload to finish first.
@@ -73,7 +74,7 @@ from hypothesis import strategies as st
 from sim_worlds import SETTINGS, _d, _s, with_memory, worlds
 
 from rlsched.config import RlschedConfig
-from rlsched.core.buffer import TrajState
+from rlsched.core.buffer import Trajectory, TrajState
 from rlsched.core.commands import Command, Dispatch, DropStale, Reload, SyncWeights, Train
 from rlsched.core.events import (
     Event,
@@ -108,6 +109,7 @@ class Watch:
         self.sync_asked: dict[int, int] = {}  # device -> newest version a SyncWeights sent it
         self.bound = cfg.scheduler.staleness
         self.cap = cfg.scheduler.max_inflight_per_rank
+        self.chunk = cfg.scheduler.chunk_tokens  # divided rollout: a chunk plans its new tokens
         self.kv_cap: int | None = None  # a rank's KV capacity, once the shell reported it
         self.kv_free: list[int] = []  # last reported free KV less what was planned since
         self.rank_of: dict[int, int] = {}  # rid -> rank of every dispatch
@@ -248,6 +250,8 @@ class Watch:
         for command in dispatches:
             self.rank_of[command.rid] = command.rank
             need = command.context_tokens + command.resume_tokens
+            if self.chunk is not None:
+                need += command.max_new_tokens
             if memory:
                 need = min(need, self.kv_cap)  # a turn larger than the cache runs alone
             eligible = [
@@ -305,12 +309,12 @@ class Watch:
         if self.kv_cap is not None:
             kv = self.kv_free
             for traj in queued:
-                need = min(traj.context_tokens + traj.resume_tokens, self.kv_cap)
+                need = min(self._need(traj), self.kv_cap)
                 takers = [r for r, v in free.items() if self._fits(traj.gid, v)]
                 if takers and all(kv[r] < need for r in takers):
                     return  # the queue waits for memory, first come first served
         for traj in queued:
-            need = traj.context_tokens + traj.resume_tokens
+            need = self._need(traj)
             for rank, version in free.items():
                 if self.kv_cap is not None and self.kv_free[rank] < min(need, self.kv_cap):
                     continue
@@ -322,6 +326,14 @@ class Watch:
                         f"trajectory {traj.tid} (group {traj.gid} from {self.group_min.get(traj.gid)})",
                     )
                     return
+
+    def _need(self, traj: Trajectory) -> int:
+        """KV a dispatch of the queued turn of `traj` plans: context and kept tokens, and under
+        divided rollout the new tokens of its chunk."""
+        need = traj.context_tokens + traj.resume_tokens
+        if self.chunk is not None:
+            need += max(0, min(self.chunk, traj.max_tokens - need))
+        return need
 
     def _check_reload(self, where: str, devices: list[int]) -> None:
         core = self.sim.core

@@ -55,6 +55,14 @@ def test_load_from_text_path_and_mapping(tmp_path: Path) -> None:
         ),
         ("devices: {count: 8, ids: [1, 2]}", "devices: give exactly one of `count` or `ids`"),
         ("devices: {count: 8, train: [true]}", "devices.train.0: Input should be a valid integer"),
+        (
+            "devices: {count: 8, train: 2}\nscheduler: {split: static}",
+            "scheduler.split: static (veRL's split) runs only in colocate mode, not timeshare",
+        ),
+        (
+            "devices: {count: 8}\nscheduler: {mode: colocate, split: round}",
+            "scheduler.split: Input should be 'central' or 'static'",
+        ),
         ("- 1", "<root>: expected a mapping, got list"),
     ],
 )
@@ -75,3 +83,6 @@ def test_all_cross_field_problems_are_reported_at_once() -> None:
 
 def test_cross_field_problems_of_a_valid_config_is_empty() -> None:
     assert cross_field_problems(load_config(GOOD)) == []
+    static = load_config("devices: {count: 8}\nscheduler: {mode: colocate, split: static}")
+    assert static.scheduler.split == "static" and cross_field_problems(static) == []
+    assert load_config(GOOD).scheduler.split == "central"

@@ -1,21 +1,22 @@
 """Step 2 of design/rlsched_routing.md: requests in flight and least-loaded placement."""
 
 import pytest
-from core_parts import CoreParts
+from core_parts import core_parts
 
 from rlsched.core.buffer import TrajState
 from rlsched.core.commands import Dispatch
+from rlsched.core.machine import Scheduler
 from rlsched.core.routing import Request
 from rlsched.pool import DeviceMode
 
 
-def _parts(mode: str = "timeshare", cap: int = 2) -> CoreParts:
+def _parts(mode: str = "timeshare", cap: int = 2) -> Scheduler:
     devices = (
         {"count": 4, "gpus_per_rank": 2}
         if mode == "colocate"
         else {"count": 4, "gpus_per_rank": 2, "train": 2}
     )
-    return CoreParts(
+    return core_parts(
         {
             "devices": devices,
             "scheduler": {

@@ -1,12 +1,13 @@
 """Step 3 of design/rlsched_routing.md: aborting requests, forgetting a lost rank, versions."""
 
-from core_parts import CoreParts
+from core_parts import core_parts
 
 from rlsched.core.commands import Abort
+from rlsched.core.machine import Scheduler
 
 
-def _running() -> CoreParts:
-    parts = CoreParts(
+def _running() -> Scheduler:
+    parts = core_parts(
         {
             "devices": {"count": 2, "train": 1},
             "scheduler": {"train_batch_size": 4, "group_size": 4, "max_inflight_per_rank": 4},
@@ -45,7 +46,7 @@ def test_lose_rank_returns_its_requests_in_id_order() -> None:
 
 def test_ranks_are_picked_by_weights_version() -> None:
     """A rank's new version moves it to that version's heap; blocked versions are skipped."""
-    parts = CoreParts(
+    parts = core_parts(
         {
             "devices": {"count": 3, "train": 1},
             "scheduler": {

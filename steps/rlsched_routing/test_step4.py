@@ -1,14 +1,15 @@
 """Step 4 of design/rlsched_routing.md: admission, prompt loads and the queue of turns."""
 
 import pytest
-from core_parts import CoreParts
+from core_parts import core_parts
 
 from rlsched.core.commands import Dispatch, LoadPrompts
 from rlsched.core.events import PromptsLoaded
+from rlsched.core.machine import Scheduler
 
 
-def _parts(cap: int = 2, max_turns: int = 100) -> CoreParts:
-    return CoreParts(
+def _parts(cap: int = 2, max_turns: int = 100) -> Scheduler:
+    return core_parts(
         {
             "devices": {"count": 2, "train": 1},
             "scheduler": {
@@ -123,3 +124,41 @@ def test_a_rank_behind_the_trainer_never_makes_a_group_staler() -> None:
     placed = [(c.tid, c.rank, c.version) for c in parts.ctx.out if isinstance(c, Dispatch)]
     assert placed == [(0, 1, 0), (2, 0, 1)]  # trajectory 3 waits: rank 0 holds its share
     assert len(parts.placement) == 1
+
+
+def _static(cap: int) -> Scheduler:
+    return core_parts(
+        {
+            "devices": {"count": 3},
+            "scheduler": {
+                "mode": "colocate",
+                "train_batch_size": 6,
+                "group_size": 2,
+                "staleness": 0,
+                "max_tokens": 100,
+                "max_inflight_per_rank": cap,
+                "split": "static",
+            },
+        }
+    )
+
+
+def test_a_static_split_sends_group_g_to_rank_g_mod_ranks_whatever_the_load() -> None:
+    """0.9.0: veRL's split (Seer's baseline), memory ignored: the engine queues what waits."""
+    parts = _static(cap=4)
+    parts.router.set_kv_capacity(5)  # smaller than any context: a central split would wait
+    parts.turns.backlog.extend([10, 20, 30])
+    parts.turns.admit()
+    parts.turns.dispatch_queued()
+    dispatches = [(c.tid, c.gid, c.rank) for c in parts.ctx.out if isinstance(c, Dispatch)]
+    assert dispatches == [(0, 0, 0), (1, 0, 0), (2, 1, 1), (3, 1, 1), (4, 2, 2), (5, 2, 2)]
+
+
+def test_a_static_split_waits_when_the_groups_rank_is_full() -> None:
+    parts = _static(cap=1)
+    parts.turns.backlog.extend([10, 20, 30])
+    parts.turns.admit()
+    parts.turns.dispatch_queued()
+    dispatches = [(c.tid, c.rank) for c in parts.ctx.out if isinstance(c, Dispatch)]
+    assert dispatches == [(0, 0)]  # trajectory 1 is rank 0's too: it waits, and the pump ends
+    assert len(parts.placement) == 5

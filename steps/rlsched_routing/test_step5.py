@@ -1,15 +1,16 @@
 """Step 5 of design/rlsched_routing.md: the turn loop, migration and environment answers."""
 
 import pytest
-from core_parts import CoreParts, release
+from core_parts import core_parts, release
 
 from rlsched.core.buffer import TrajState
 from rlsched.core.commands import Dispatch, StartEnvStep
 from rlsched.core.events import EnvStepDone, EnvStepTimedOut
+from rlsched.core.machine import Scheduler
 
 
-def _running(migration: str = "reissue", max_turns: int = 100) -> CoreParts:
-    parts = CoreParts(
+def _running(migration: str = "reissue", max_turns: int = 100) -> Scheduler:
+    parts = core_parts(
         {
             "devices": {"count": 2, "train": 1},
             "scheduler": {
@@ -121,7 +122,7 @@ def test_a_session_that_timed_out_in_the_queue_ends_before_any_dispatch() -> Non
     """Queued trajectories whose idle session reached its deadline end at the first event after
     it (`expire_queued`, before any decision), flagged; the deadline travels on Dispatch for a
     trajectory still within it."""
-    parts = CoreParts(
+    parts = core_parts(
         {
             "devices": {"count": 2, "train": 1},
             "scheduler": {
@@ -161,7 +162,7 @@ def test_a_whole_chunk_is_a_chunk_end_unless_the_engine_stopped_the_turn(stopped
     """Divided rollout (0.4.0): a chunked request that returns exactly its chunk continues the
     turn in a next chunk, unless the engine stopped the turn on that very token: then the turn
     closes and its environment step starts (no next dispatch)."""
-    parts = CoreParts(
+    parts = core_parts(
         {
             "devices": {"count": 2, "train": 1},
             "scheduler": {

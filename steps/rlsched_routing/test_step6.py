@@ -5,17 +5,18 @@ Hand-computed worlds: three single-GPU ranks in rollout, memory reported as the 
 """
 
 import pytest
-from core_parts import CoreParts
+from core_parts import core_parts
 
 from rlsched.core.buffer import TrajState
 from rlsched.core.commands import Dispatch
+from rlsched.core.machine import Scheduler
 from rlsched.pool import DeviceMode
 
 CAP = 1000
 
 
-def _parts(memory: bool = True, cap: int = 8, batch: int = 6) -> CoreParts:
-    parts = CoreParts(
+def _parts(memory: bool = True, cap: int = 8, batch: int = 6) -> Scheduler:
+    parts = core_parts(
         {
             "devices": {"count": 3},
             "scheduler": {
@@ -34,28 +35,28 @@ def _parts(memory: bool = True, cap: int = 8, batch: int = 6) -> CoreParts:
     return parts
 
 
-def _dispatches(parts: CoreParts) -> list[tuple[int, int]]:
+def _dispatches(parts: Scheduler) -> list[tuple[int, int]]:
     """(tid, rank) of the dispatches collected so far; the collection is emptied."""
     out = [(c.tid, c.rank) for c in parts.ctx.out if isinstance(c, Dispatch)]
     parts.ctx.out.clear()
     return out
 
 
-def _finish(parts: CoreParts, rid: int, new_tokens: int, kv_free: int | None) -> None:
+def _finish(parts: Scheduler, rid: int, new_tokens: int, kv_free: int | None) -> None:
     """What the scheduler does with a finished request: free the slot, close the turn."""
     req = parts.router.release(rid, new_tokens, kv_free)
     parts.router.push_rank(req.rank)
     parts.turns.turn_finished(req, new_tokens)
 
 
-def _offer(parts: CoreParts) -> None:
+def _offer(parts: Scheduler) -> None:
     """Offer every rank again after a test set loads or memory by hand (the router's callers
-    offer a rank after every change: its heap entries carry its memory and load, 0.8.0)."""
+    offer a rank after every change: its heap entries carry its memory and load, 0.10.0)."""
     for rank in range(3):
         parts.router.push_rank(rank)
 
 
-def _back(parts: CoreParts, tid: int) -> None:
+def _back(parts: Scheduler, tid: int) -> None:
     """The environment answered: the trajectory's next turn waits in the queue."""
     traj = parts.buffer.trajs[tid]
     traj.state = TrajState.QUEUED
@@ -303,3 +304,30 @@ def test_a_turn_larger_than_the_capacity_runs_alone_on_a_wholly_free_rank() -> N
     parts.router.kv_free = [CAP - 1, CAP, CAP]
     assert parts.router.place(traj, 0) is None
     assert parts.router.place(traj, 1) == 1
+
+
+def test_under_divided_rollout_a_chunk_plans_its_new_tokens_too() -> None:
+    """0.8.0: a chunk's footprint (context, kept tokens, the chunk) must fit, as in Seer's
+    Algorithm 2, and the account takes all of it; the last chunk plans only what is left."""
+    parts = core_parts(
+        {
+            "devices": {"count": 3},
+            "scheduler": {
+                "mode": "colocate",
+                "train_batch_size": 6,
+                "group_size": 2,
+                "max_tokens": 500,
+                "chunk_tokens": 200,
+            },
+        }
+    )
+    parts.router.set_kv_capacity(CAP)
+    parts.buffer.admit_group(100)
+    first, last = parts.buffer.trajs[0], parts.buffer.trajs[1]
+    last.resume_tokens = 250  # 150 tokens left of the turn's budget: less than a chunk
+    parts.router.kv_free = [299, 300, CAP]
+    assert parts.router.place(first, 0) is None  # 100 of context fit, 300 do not
+    assert parts.router.place(first, 1) == 1
+    parts.router.dispatch(first, 1)
+    parts.router.dispatch(last, 2)
+    assert parts.router.kv_free == [299, 0, CAP - 500]  # 100 + 200, and 100 + 250 + 150

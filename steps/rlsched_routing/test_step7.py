@@ -1,12 +1,13 @@
-"""Step 7 of design/rlsched_routing.md: the roomiest rank, from the lazy heaps (0.8.0)."""
+"""Step 7 of design/rlsched_routing.md: the roomiest rank, from the lazy heaps (0.10.0)."""
 
-from core_parts import CoreParts
+from core_parts import core_parts
 
+from rlsched.core.machine import Scheduler
 from rlsched.pool import DeviceMode
 
 
-def _parts(cap: int = 2) -> CoreParts:
-    parts = CoreParts(
+def _parts(cap: int = 2) -> Scheduler:
+    parts = core_parts(
         {
             "devices": {"count": 4, "gpus_per_rank": 1},
             "scheduler": {
@@ -23,7 +24,7 @@ def _parts(cap: int = 2) -> CoreParts:
     return parts
 
 
-def _set(parts: CoreParts, free: list[int], load: list[int]) -> None:
+def _set(parts: Scheduler, free: list[int], load: list[int]) -> None:
     """Memory and loads by hand, each rank offered again as the router's callers do."""
     parts.router.kv_free[:] = free
     parts.router.load[:] = load

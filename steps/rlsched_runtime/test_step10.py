@@ -1,5 +1,5 @@
-"""Step 10 of design/rlsched_runtime.md: commands become Ray calls that remember
-what they answer."""
+"""Step 10 of design/rlsched_runtime.md: commands become Ray calls that remember the typed
+record of what they answer (the training step's calls: Step 17)."""
 
 from collections.abc import Iterator
 
@@ -7,7 +7,8 @@ import pytest
 import ray
 from runtime_parts import start_ray, tiny
 
-from rlsched.core.commands import Dispatch, StartEnvStep, Train, TrainSample
+from rlsched.core.commands import Dispatch, Offload, StartEnvStep
+from rlsched.core.shell import PendingDeviceOp, PendingEnvStep, PendingRequest
 from rlsched.envs.base import StepLatency
 from rlsched.envs.grid import GridWalk
 from rlsched.model import action_token_ids, load_tokenizer
@@ -36,35 +37,29 @@ def driver() -> Iterator[Driver]:
     ray.shutdown()
 
 
-def only(driver: Driver, kind: str) -> tuple:
-    [(ref, pending)] = [(r, p) for r, p in driver._pending.items() if p.kind == kind]
+def only(driver: Driver, kind: type) -> tuple:
+    [(ref, pending)] = [(r, p) for r, p in driver._pending.items() if type(p.op) is kind]
     del driver._pending[ref]
     return ref, pending
 
 
-def test_a_turn_an_environment_step_an_offload_and_a_training_step(driver: Driver) -> None:
+def test_a_turn_an_environment_step_and_an_offload(driver: Driver) -> None:
     prompts = ray.get(driver.envpool.reset.remote([0, 1, 2, 3], [9] * 4))
     ids = driver.tokenizer.encode(prompts[0]).ids
     driver.store.add_group(0, ids)
     driver._dispatch(Dispatch(0, 0, 0, 0, 0, len(ids), 0, 4, 0, None))
-    ref, pending = only(driver, "gen")
+    ref, pending = only(driver, PendingRequest)
     out = ray.get(ref)
-    assert pending.device == 0 and pending.data == (0, 0)
+    assert pending.device == 0 and (pending.op.command.rid, pending.op.command.tid) == (0, 0)
     assert len(out.token_ids) == 1 and out.token_ids[0] in driver.sampling.allowed_token_ids
-    assert driver.recorder._inflight[0] == 1 and driver._live_gen == {0: 0}
+    assert driver.recorder._inflight[0] == 1
+    assert driver.ledger.outstanding(PendingRequest) == [pending.op]
     driver.store.add_generated(0, 0, out.token_ids, out.logprobs)
     driver._start_env_step(StartEnvStep(0, 0, driver.now() + 30.0))
-    ref, pending = only(driver, "env")
-    assert ray.get(ref).info["moves"] == 1 and driver._timers[0][2] == "env"
-    driver._device_op("offload", 1, 7)
-    ref, pending = only(driver, "offload")
-    assert pending.data == (7,) and ray.get(ref).end >= ray.get(ref).start
-    for tid in (1, 2, 3):
-        driver.store.begin_turn(10 + tid, tid, 0, len(ids), 0)
-        driver.store.add_generated(10 + tid, tid, out.token_ids, out.logprobs)
-        driver.store.commit_turn(tid)
-    driver._train(Train(0, (1,), 0, tuple(TrainSample(t, 0, (0,), False) for t in range(4))))
-    weights_ref, pending = only(driver, "train")
-    weights = ray.get(weights_ref)
-    assert pending.data[:2] == (0, 0) and set(weights) == set(ray.get(pending.data[2])["weights"])
-    assert driver._step_info["tids"] == (0, 1, 2, 3)
+    ref, pending = only(driver, PendingEnvStep)
+    assert ray.get(ref).info["moves"] == 1 and driver._timers[0][2:] == (pending.op, ref)
+    assert driver.ledger.holds(pending.op)
+    driver._device_op(Offload(7, (1,)))
+    ref, pending = only(driver, PendingDeviceOp)
+    assert pending.op.key == (PendingDeviceOp, (Offload, 1, 7)) and pending.device == 1
+    assert ray.get(ref).end >= ray.get(ref).start

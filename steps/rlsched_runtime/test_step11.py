@@ -7,7 +7,7 @@ import pytest
 import ray
 from runtime_parts import make_driver, start_ray, tiny
 
-from rlsched.core.commands import Dispatch, StartEnvStep
+from rlsched.core.commands import Dispatch, Offload, StartEnvStep
 from rlsched.core.events import (
     EnvStepDone,
     EnvStepFailed,
@@ -17,6 +17,7 @@ from rlsched.core.events import (
     WorkerLost,
     WorkerRecovered,
 )
+from rlsched.core.shell import PendingDeviceOp, PendingEnvStep, PendingRecovery, PendingRequest
 
 
 @pytest.fixture(scope="module")
@@ -26,8 +27,8 @@ def cluster() -> Iterator[None]:
     ray.shutdown()
 
 
-def answer(driver, kind: str) -> list:
-    [(ref, pending)] = [(r, p) for r, p in driver._pending.items() if p.kind == kind]
+def answer(driver, kind: type) -> list:
+    [(ref, pending)] = [(r, p) for r, p in driver._pending.items() if type(p.op) is kind]
     del driver._pending[ref]
     ray.wait([ref], timeout=30)
     return driver._answer(ref, pending)
@@ -45,7 +46,7 @@ def test_answers_env_faults_and_a_lost_worker(cluster: None) -> None:
     driver = make_driver(tiny(env={"name": "faulty-grid"}), {"size": 3, "fail_prob": 0.5})
     ids = start_group(driver)
     driver._dispatch(Dispatch(0, 0, 0, 0, 0, len(ids), 0, 4, 0, None))
-    [event] = answer(driver, "gen")
+    [event] = answer(driver, PendingRequest)
     assert isinstance(event, RequestFinished) and event.new_tokens == 1
     assert driver.recorder._inflight[0] == 0 and driver.gen_tokens == 1
     # environment steps: an answer, or (seeded faults) a failure ending the trajectory
@@ -54,7 +55,7 @@ def test_answers_env_faults_and_a_lost_worker(cluster: None) -> None:
         driver.store.add_generated(turn, 0, [driver.sampling.allowed_token_ids[0]], [-1.0])
         driver.store.records[0].rid = None
         driver._start_env_step(StartEnvStep(0, turn, driver.now() + 30.0))
-        [event] = answer(driver, "env")
+        [event] = answer(driver, PendingEnvStep)
         outcomes.append(type(event))
         if isinstance(event, EnvStepFailed) or event.done:
             break
@@ -64,15 +65,17 @@ def test_answers_env_faults_and_a_lost_worker(cluster: None) -> None:
         assert driver.counters["env_step_timeouts"] == 0
     else:
         assert all(o is EnvStepDone for o in outcomes)
-    driver._device_op("offload", 1, 3)
-    assert answer(driver, "offload") == [OffloadDone(pytest.approx(driver.now(), abs=5), 1, 3)]
+    driver._device_op(Offload(3, (1,)))
+    assert answer(driver, PendingDeviceOp) == [
+        OffloadDone(pytest.approx(driver.now(), abs=5), 1, 3)
+    ]
     # a killed actor: a call to it becomes one WorkerLost; later answers are ignored
     ids1 = driver.store.records[1].tokens
     ray.kill(driver.workers[0], no_restart=True)
     driver._dispatch(Dispatch(1, 1, 0, 0, 0, len(ids1), 0, 4, 0, None))
-    [event] = answer(driver, "gen")
+    [event] = answer(driver, PendingRequest)
     assert isinstance(event, WorkerLost) and event.device == 0 and driver.lost == {0}
-    driver._device_op("offload", 0, 4)
+    driver._device_op(Offload(4, (0,)))
     assert not [p for p in driver._pending.values() if p.device == 0]
 
 
@@ -120,8 +123,8 @@ def test_a_lost_worker_is_replaced_and_its_old_answers_are_dropped(cluster: None
     old = driver.workers[0]
     ray.kill(old, no_restart=True)
     driver._dispatch(Dispatch(0, 0, 0, 0, 0, len(ids), 0, 4, 0, None))
-    driver._device_op("offload", 0, 7)  # sent to the dead actor before its loss is seen
-    [(ref, pending)] = [(r, p) for r, p in driver._pending.items() if p.kind == "gen"]
+    driver._device_op(Offload(7, (0,)))  # sent to the dead actor before its loss is seen
+    [(ref, pending)] = [(r, p) for r, p in driver._pending.items() if type(p.op) is PendingRequest]
     del driver._pending[ref]
     ray.wait([ref], timeout=30)
     lost = driver._answer(ref, pending)
@@ -129,11 +132,11 @@ def test_a_lost_worker_is_replaced_and_its_old_answers_are_dropped(cluster: None
     assert driver.restarts[0] == 1 and 0 in driver._respawning
     assert "ActorDiedError" in driver.causes[0] or "Actor" in driver.causes[0]
     # the offload sent to the dead actor: answered (an error) but dropped, not a second loss
-    [(ref, pending)] = [(r, p) for r, p in driver._pending.items() if p.kind == "offload"]
+    [(ref, pending)] = [(r, p) for r, p in driver._pending.items() if type(p.op) is PendingDeviceOp]
     del driver._pending[ref]
     ray.wait([ref], timeout=30)
     assert driver._answer(ref, pending) == [] and driver.counters["workers_lost"] == 1
-    [event] = answer(driver, "respawn")
+    [event] = answer(driver, PendingRecovery)
     assert isinstance(event, WorkerRecovered) and event.device == 0
     assert driver.workers[0] is not old and driver.lost == set() and not driver._respawning
     assert len(driver.rejoin_s) == 1 and driver.rejoin_s[0] > 0
@@ -148,8 +151,8 @@ def test_restarts_are_bounded_and_training_failures_stop_the_run(cluster: None) 
     notes: list[str] = []
     driver.notify = notes.append
     ray.kill(driver.workers[1], no_restart=True)
-    driver._device_op("offload", 1, 3)
-    assert [type(e) for e in answer(driver, "offload")] == [WorkerLost]
+    driver._device_op(Offload(3, (1,)))
+    assert [type(e) for e in answer(driver, PendingDeviceOp)] == [WorkerLost]
     assert not driver._respawning and driver.restarts[1] == 0  # no restart left
     line = driver._stall_line("no device can make progress")
     assert line.startswith("run stalled: no device can make progress; device 1 lost (")

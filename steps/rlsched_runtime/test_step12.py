@@ -121,8 +121,10 @@ def test_a_failed_training_call_fails_its_step_and_a_stranger_s_death_is_raised(
     device call is not swallowed."""
     from ray.exceptions import RayActorError
 
+    from rlsched.core.commands import Offload, Train
     from rlsched.core.events import TrainingDone
-    from rlsched.runtime.driver import Pending
+    from rlsched.core.shell import PendingDeviceOp
+    from rlsched.runtime.driver import Pending, TrainCall
 
     start_ray()
     try:
@@ -136,10 +138,11 @@ def test_a_failed_training_call_fails_its_step_and_a_stranger_s_death_is_raised(
 
         ref = broken.remote()
         ray.wait([ref], timeout=60)
-        driver._step_info = {"step": 4}
-        events = driver._answer(ref, Pending("train", 1, driver.now(), (4, 2)))
+        step = TrainCall(driver.now(), Train(4, (1,), 2, ()), (1,), None, (), {})
+        driver.ledger.open(step)
+        events = driver._answer(ref, Pending(step, 1))
         assert events == [TrainingDone(pytest.approx(driver.now(), abs=5), 4, 3, ok=False)]
-        assert driver.counters["train_errors"] == 1 and driver._step_info is None
+        assert driver.counters["train_errors"] == 1 and not driver.ledger.holds(step)
         assert driver.train_failures == 1 and len(notes) == 1
         assert notes[0].startswith("training step 4 failed (RayTaskError(ValueError)")
 
@@ -153,6 +156,6 @@ def test_a_failed_training_call_fails_its_step_and_a_stranger_s_death_is_raised(
         ref = stranger.ping.remote()
         ray.wait([ref], timeout=60)
         with pytest.raises(RayActorError):
-            driver._answer(ref, Pending("offload", 0, driver.now(), (3,)))
+            driver._answer(ref, Pending(PendingDeviceOp(driver.now(), Offload(3, (0,)), 0), 0))
     finally:
         ray.shutdown()

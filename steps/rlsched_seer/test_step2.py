@@ -131,3 +131,23 @@ def test_a_finish_below_the_bound_still_makes_the_group_known() -> None:
     assert queue.priority(a2) == (0, -5000)
     assert [queue.pop(), queue.pop()] == [b1, b2]  # unknown b before known a
     assert queue.pop() is a2
+
+
+def test_probes_are_served_smallest_progress_first() -> None:
+    buf = TrajectoryBuffer(2, 10**6)
+    (a0, a1), (b0, b1) = _groups(buf, 2, 2)
+    queue = ContextAwarePlacement(fifo_every=100)
+    for traj in (a0, a1, b0, b1):
+        queue.push(traj)
+    assert queue.pop() is a0
+    # a's probe is back from a chunk; b's has generated nothing yet: b's goes first (Seer: SFS)
+    a0.state = TrajState.QUEUED
+    a0.resume_tokens = 4096
+    queue.push(a0, front=True)
+    assert queue.priority(a0) == (-2, 4096) and queue.priority(b0) == (-2, 0)
+    assert queue.pop() is b0
+    b0.state = TrajState.QUEUED
+    b0.resume_tokens = 8192
+    queue.push(b0, front=True)  # pushed to the front last, but further along
+    assert [queue.pop(), queue.pop()] == [a0, b0]
+    assert [queue.pop(), queue.pop()] == [b1, a1]  # unknown groups: b's probe ran further

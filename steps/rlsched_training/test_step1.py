@@ -1,17 +1,18 @@
 """Step 1 of design/rlsched_training.md: training steps and the version."""
 
 import pytest
-from core_parts import CoreParts, release
+from core_parts import core_parts, release
 
 from rlsched.core.commands import Train
 from rlsched.core.events import TrainingDone
+from rlsched.core.machine import Scheduler
 from rlsched.core.training import TrainOp
 from rlsched.pool import DeviceMode
 
 
-def _trained_ready() -> CoreParts:
+def _trained_ready() -> Scheduler:
     """Timeshare on 4 GPUs (train = 2, 3): one complete group of 4, the training set offloaded."""
-    parts = CoreParts(
+    parts = core_parts(
         {
             "devices": {"count": 4, "train": 2},
             "scheduler": {

@@ -1,14 +1,15 @@
 """Step 2 of design/rlsched_training.md: stale drops and lost training devices."""
 
-from core_parts import CoreParts, release
+from core_parts import core_parts, release
 
 from rlsched.core.commands import Abort, DropStale
 from rlsched.core.events import TrainingDone
+from rlsched.core.machine import Scheduler
 from rlsched.pool import DeviceMode
 
 
-def _running() -> CoreParts:
-    parts = CoreParts(
+def _running() -> Scheduler:
+    parts = core_parts(
         {
             "devices": {"count": 4, "train": 2},
             "scheduler": {

@@ -1,15 +1,16 @@
 """Step 1 of design/rlsched_transitions.md: expand and weight sync."""
 
-from core_parts import CoreParts, release
+from core_parts import core_parts, release
 
 from rlsched.core.commands import Reload, SyncWeights
+from rlsched.core.machine import Scheduler
 from rlsched.core.transitions import ShrinkOp
 from rlsched.pool import DeviceMode
 
 
-def _parts() -> CoreParts:
+def _parts() -> Scheduler:
     """4 GPUs (timeshare, train = GPUs 2 and 3), one group of 4 trajectories on ranks 0..3."""
-    parts = CoreParts(
+    parts = core_parts(
         {
             "devices": {"count": 4, "train": 2},
             "scheduler": {

@@ -1,16 +1,17 @@
 """Step 2 of design/rlsched_transitions.md: the shrink transaction and its rollback."""
 
 import pytest
-from core_parts import CoreParts, release
+from core_parts import core_parts, release
 
 from rlsched.core.commands import Abort, Offload, Reload
+from rlsched.core.machine import Scheduler
 from rlsched.core.transitions import ShrinkOp
 from rlsched.pool import DeviceMode
 
 
-def _running() -> CoreParts:
+def _running() -> Scheduler:
     """4 GPUs (timeshare, train = GPUs 2 and 3), one group of 4 trajectories on ranks 0..3."""
-    parts = CoreParts(
+    parts = core_parts(
         {
             "devices": {"count": 4, "train": 2},
             "scheduler": {

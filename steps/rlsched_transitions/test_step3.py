@@ -1,15 +1,16 @@
 """Step 3 of design/rlsched_transitions.md: device answers by operation id, and lost ranks."""
 
 import pytest
-from core_parts import CoreParts
+from core_parts import core_parts
 
 from rlsched.core.events import OffloadDone, ReloadDone, WeightsSynced
+from rlsched.core.machine import Scheduler
 from rlsched.pool import DeviceMode
 
 
-def _one_group_admitted() -> CoreParts:
+def _one_group_admitted() -> Scheduler:
     """Timeshare on 4 GPUs (train = 2, 3): one group of 4 admitted, queued, nothing dispatched."""
-    parts = CoreParts(
+    parts = core_parts(
         {
             "devices": {"count": 4, "train": 2},
             "scheduler": {"train_batch_size": 4, "group_size": 4, "max_tokens": 100},

@@ -1,13 +1,13 @@
 """Step 4 of design/rlsched_transitions.md: a replaced rank rejoins at version 0."""
 
-from core_parts import CoreParts
+from core_parts import core_parts
 
 from rlsched.core.events import WeightsSynced
 from rlsched.pool import DeviceMode
 
 
 def test_a_recovered_rank_rejoins_asleep_at_version_zero_and_is_synced_on_expand() -> None:
-    parts = CoreParts({"devices": {"count": 4, "gpus_per_rank": 2, "train": 2}})
+    parts = core_parts({"devices": {"count": 4, "gpus_per_rank": 2, "train": 2}})
     tr = parts.transitions
     parts.ctx.version = 3
     tr.dev_version[2] = tr.dev_version[3] = tr.sync_sent[2] = tr.sync_sent[3] = 3
@@ -26,7 +26,7 @@ def test_a_recovered_rank_rejoins_asleep_at_version_zero_and_is_synced_on_expand
 
 
 def test_recovery_at_version_zero_needs_no_sync() -> None:
-    parts = CoreParts({"devices": {"count": 2, "train": 1}})
+    parts = core_parts({"devices": {"count": 2, "train": 1}})
     tr = parts.transitions
     tr.lose_rank(1)
     tr.recover_rank(1)

@@ -1,0 +1,146 @@
+"""Step 17 of design/rlsched_runtime.md: one handler per command (the shell base's table), each
+started operation a typed record in the ledger."""
+
+from collections.abc import Iterator
+
+import pytest
+import ray
+from runtime_parts import make_driver, start_ray, tiny
+
+from rlsched.core.commands import (
+    Abort,
+    Dispatch,
+    DropStale,
+    InitialLayout,
+    LoadPrompts,
+    Offload,
+    Reload,
+    StartEnvStep,
+    SyncWeights,
+    Train,
+    TrainSample,
+)
+from rlsched.core.shell import COMMAND_TYPES, PendingDeviceOp, PendingPrompts, PendingTrain
+from rlsched.runtime.driver import Commit, Driver, PromptsCall, TrainCall
+
+EXPORTED: list = []  # the training step's weights, synced by the last check
+
+
+@pytest.fixture(scope="module")
+def driver() -> Iterator[Driver]:
+    start_ray()
+    yield make_driver(tiny(run={"seed": 1}))  # prompts seeded from run.seed
+    ray.shutdown()
+
+
+def calls(driver: Driver, kind: type | None) -> list:
+    """The outstanding calls whose record is exactly of `kind` (None: nobody waits on them),
+    taken out of the driver's table."""
+    found = [(r, p) for r, p in driver._pending.items() if type(p.op) is (kind or type(None))]
+    for ref, _ in found:
+        del driver._pending[ref]
+    return found
+
+
+def test_every_command_type_has_its_handler() -> None:
+    assert set(COMMAND_TYPES) <= set(Driver.handlers)
+    expect = {
+        Dispatch: Driver._dispatch,
+        StartEnvStep: Driver._start_env_step,
+        Abort: Driver._abort,
+        Offload: Driver._device_op,
+        Reload: Driver._device_op,
+        SyncWeights: Driver._sync,
+        Train: Driver._train,
+        LoadPrompts: Driver._load_prompts,
+        DropStale: Driver._drop_stale,
+        InitialLayout: Driver._initial_layout,
+    }
+    assert {kind: Driver.handlers[kind] for kind in expect} == expect
+
+
+def test_prompt_loads_take_the_next_groups(driver: Driver) -> None:
+    driver.execute(LoadPrompts(5, 2))
+    driver.execute(LoadPrompts(6, 1))
+    assert driver._next_gid == 3
+    (ref, first), (_, second) = calls(driver, PromptsCall)
+    assert first.op.gids == (0, 1) and second.op.gids == (2,) and first.device is None
+    assert driver.ledger.holds(first.op) and first.op.key == (PendingPrompts, 5)
+    prompts = ray.get(ref)
+    assert len(prompts) == 8 and prompts[0] == prompts[3]  # one seed per group
+    # run.seed * 1_000_003 + group (grid 3, goal 1 2 for group 0; goal 0 1 for group 1)
+    assert prompts[0] == ray.get(driver.envpool.reset.remote([99], [1_000_003]))[0]
+    assert prompts[4] == ray.get(driver.envpool.reset.remote([98], [1_000_004]))[0]
+    assert prompts[0] != prompts[4]
+    driver.ledger.forget(first.op)
+    driver.ledger.forget(second.op)
+
+
+def test_aborts_closes_and_the_initial_layout(driver: Driver) -> None:
+    driver.execute(Abort(0, (3, 4)))
+    [(ref, pending)] = calls(driver, None)
+    assert pending.device == 0 and ray.get(ref) == 0  # nothing of those runs there
+    driver.lost.add(0)
+    driver.execute(Abort(0, (5,)))  # nothing is sent to a lost rank
+    driver.lost.discard(0)
+    assert calls(driver, None) == []
+    driver.store.add_group(0, [1, 2])
+    driver.execute(DropStale((0,), (0, 1, 2, 3)))
+    closes = calls(driver, None)
+    assert len(closes) == 2 and all(p.device is None for _, p in closes)
+    assert driver.dropped == {0, 1, 2, 3} and not driver.store.records
+    assert len(driver.ledger) == 0
+    driver.execute(InitialLayout((0,), (1,)))  # device 1 starts asleep: waited for, drawn
+    assert [(s.device, s.kind) for s in driver.recorder.spans] == [(1, "offload")]
+    assert not driver._pending
+    driver.execute(Reload(9, (1,)))
+    [(ref, pending)] = calls(driver, PendingDeviceOp)
+    assert pending.op.key == (PendingDeviceOp, (Reload, 1, 9)) and ray.get(ref).end > 0
+    driver.ledger.forget(pending.op)
+
+
+def test_a_training_step_is_one_record_with_its_references(driver: Driver) -> None:
+    prompt = [1, 2, 3]
+    driver.store.add_group(1, prompt)
+    action = driver.sampling.allowed_token_ids[0]
+    for tid in range(4, 8):
+        driver.store.begin_turn(10 + tid, tid, 1, len(prompt), 0)
+        driver.store.add_generated(10 + tid, tid, [action], [-1.0])
+        driver.store.commit_turn(tid)
+    samples = tuple(TrainSample(t, 1, (0,), False) for t in range(4, 8))
+    driver.execute(Train(3, (1,), 0, samples))
+    [(weights_ref, pending)] = calls(driver, TrainCall)
+    op = pending.op
+    assert pending.device == 1 and op.command.step == 3 and op.devices == (1,)
+    assert op.key == (PendingTrain, 3) and driver.ledger.outstanding(PendingTrain) == [op]
+    assert len(op.applied) == driver.cfg.train.updates_per_step
+    assert op.figures["tokens"] == 16.0 and op.figures["mean_episode_len"] == 1.0
+    assert set(ray.get(weights_ref)) == set(ray.get(op.checkpoint)["weights"])
+    [(commit_ref, commit)] = calls(driver, Commit)
+    assert commit.device == 1 and commit.op.command is op.command
+    assert not driver.ledger.holds(commit.op)  # a commit answers nothing the core awaits
+    assert ray.get(commit_ref).park.end >= ray.get(commit_ref).park.start
+    assert ray.get(op.checkpoint)["version"] == 1
+    EXPORTED.append(weights_ref)
+    driver.ledger.forget(op)
+    # the commit left the replica at version 1: the next step needs no checkpoint
+    driver.execute(Train(4, (1,), 1, samples))
+    [(weights_ref, pending)] = calls(driver, TrainCall)
+    assert set(ray.get(weights_ref)) == set(ray.get(EXPORTED[0]))
+    assert ray.get(pending.op.checkpoint)["version"] == 2
+    calls(driver, Commit)
+    driver.ledger.forget(pending.op)
+
+
+def test_a_sync_sends_the_newest_weights_to_each_device(driver: Driver) -> None:
+    with pytest.raises(AssertionError, match="command.version == self._weights_version"):
+        driver.execute(SyncWeights(1, (0,)))
+    driver._weights, driver._weights_version = EXPORTED[0], 1  # what a step's answer keeps
+    driver.execute(SyncWeights(1, (0, 1)))
+    syncs = calls(driver, PendingDeviceOp)
+    assert [p.op.key[1] for _, p in syncs] == [(SyncWeights, 0, 1), (SyncWeights, 1, 1)]
+    assert [p.device for _, p in syncs] == [0, 1]
+    assert all(driver.ledger.holds(p.op) for _, p in syncs) and len(driver.ledger) == 2
+    for ref, pending in syncs:
+        assert ray.get(ref).end >= ray.get(ref).start
+        driver.ledger.forget(pending.op)
