@@ -38,7 +38,7 @@ def test_request_record() -> None:
 def test_a_constructed_router_offers_every_routable_rank() -> None:
     parts = _parts()
     assert [parts.router.routable(r) for r in range(2)] == [True, True]
-    assert parts.router._heaps == {0: [(0, 0), (0, 1)]}
+    assert parts.router._heaps == {0: [0, 1]}  # keys load x ranks + rank: (0, 0), (0, 1)
     assert parts.in_flight == 0 and parts.router.load == [0, 0]
 
 
@@ -47,7 +47,7 @@ def test_disaggregated_training_gpus_start_offloaded_and_unroutable() -> None:
     assert parts.pool.gpus_in(DeviceMode.OFFLOADED) == (2, 3)
     assert parts.router.routable(0) and not parts.router.routable(1)
     parts.router.push_rank(1)
-    assert parts.router._heaps == {0: [(0, 0)]}
+    assert parts.router._heaps == {0: [0]}
 
 
 def test_dispatch_fills_the_least_loaded_rank_up_to_the_cap() -> None:
@@ -120,4 +120,4 @@ def test_stale_heap_entries_are_dropped_by_a_rebuild() -> None:
         parts.router.push_rank(0)
     heap = parts.router._heaps[0]
     assert len(heap) == parts.router._entries <= 4 * 2 + 64  # rebuilt, not 202 entries
-    assert set(heap) == {(0, 0), (0, 1)} and parts.router.pick_rank() == 0
+    assert set(heap) == {0, 1} and parts.router.pick_rank() == 0

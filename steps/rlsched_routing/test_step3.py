@@ -66,4 +66,4 @@ def test_ranks_are_picked_by_weights_version() -> None:
     assert parts.router.pick_rank(blocked={0}) == 1
     assert parts.router.pick_rank(blocked={3}) == 0
     assert parts.router.pick_rank(blocked={0, 3}) is None
-    assert 3 in parts.router._heaps and (0, 1) in parts.router._heaps[3]
+    assert 3 in parts.router._heaps and 1 in parts.router._heaps[3]  # key of (load 0, rank 1)

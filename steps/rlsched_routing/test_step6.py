@@ -49,6 +49,13 @@ def _finish(parts: Scheduler, rid: int, new_tokens: int, kv_free: int | None) ->
     parts.turns.turn_finished(req, new_tokens)
 
 
+def _offer(parts: Scheduler) -> None:
+    """Offer every rank again after a test set loads or memory by hand (the router's callers
+    offer a rank after every change: its heap entries carry its memory and load, 0.10.0)."""
+    for rank in range(3):
+        parts.router.push_rank(rank)
+
+
 def _back(parts: Scheduler, tid: int) -> None:
     """The environment answered: the trajectory's next turn waits in the queue."""
     traj = parts.buffer.trajs[tid]
@@ -99,19 +106,25 @@ def test_the_roomiest_rank_below_its_fair_share_is_picked() -> None:
     parts.buffer.admit_group(10)  # 2 unfinished over 3 ranks: fair share 1
     router = parts.router
     router.kv_free = [500, 900, 900]
+    _offer(parts)
     assert router.pick_roomiest() == 1  # ties on memory: lowest id
     router.load[1] = 1
+    _offer(parts)
     assert router.pick_roomiest() == 2  # rank 1 holds its fair share
     parts.buffer.admit_group(10)
     parts.buffer.admit_group(10)  # 6 unfinished: fair share 2
     assert router.pick_roomiest() == 2  # same memory, less loaded
     router.kv_free[1] = 901
+    _offer(parts)
     assert router.pick_roomiest() == 1  # more memory beats the load
     router.set_rank_version(1, 4)
+    _offer(parts)
     assert router.pick_roomiest(blocked={4}) == 2
     router.load[2] = router.cap
+    _offer(parts)
     assert router.pick_roomiest(blocked={4}) == 0  # rank 2 is not routable at its cap
     router.load[0] = 2
+    _offer(parts)
     assert router.pick_roomiest(blocked={4}) is None
 
 
@@ -190,12 +203,14 @@ def test_a_home_over_its_fair_share_or_on_staler_weights_is_passed_over() -> Non
 def test_a_turn_that_fits_nowhere_waits_at_the_front_and_ends_the_pump() -> None:
     parts = _parts()
     parts.router.kv_free = [50, 60, 40]
+    _offer(parts)
     parts.turns.backlog.extend([100, 10])
     parts.turns.admit()
     parts.turns.dispatch_queued()
     assert _dispatches(parts) == []  # trajectory 0 needs 100, the roomiest has 60
     assert parts.buffer.trajs[0].state is TrajState.QUEUED and len(parts.placement) == 4
     parts.router.kv_free[1] = 300
+    parts.router.push_rank(1)
     parts.turns.dispatch_queued()
     # First come first served: trajectory 0, then the rest; rank 1 then holds its fair share
     # (4 unfinished over 3 ranks: 2), and the last two go to the roomiest of the others (a tie

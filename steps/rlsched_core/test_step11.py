@@ -1,0 +1,100 @@
+"""Step 11 of design/rlsched_core.md: values cheap to build (0.9.0).
+
+`value` must give exactly the class `dataclass(frozen=True, slots=True)` gives, but for an
+`__init__` that writes each slot through its member descriptor.
+"""
+
+import dataclasses
+import inspect
+import pickle
+
+import pytest
+
+from rlsched.core.commands import Dispatch, StartEnvStep
+from rlsched.core.events import RequestFinished, Started
+from rlsched.core.values import value
+
+
+@value
+class Base:
+    time: float
+
+
+@value
+class Point(Base):
+    x: int
+    label: str = "p"
+    kept: tuple[int, ...] = ()
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PlainBase:
+    time: float
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class PlainPoint(PlainBase):
+    x: int
+    label: str = "p"
+    kept: tuple[int, ...] = ()
+
+
+def test_arguments_by_position_or_keyword_with_the_dataclass_defaults() -> None:
+    assert [f.name for f in dataclasses.fields(Point)] == ["time", "x", "label", "kept"]
+    p = Point(1.5, 3)
+    assert (p.time, p.x, p.label, p.kept) == (1.5, 3, "p", ())
+    q = Point(2.0, x=4, kept=(1,), label="q")
+    assert (q.time, q.x, q.label, q.kept) == (2.0, 4, "q", (1,))
+    assert str(inspect.signature(Point)) == str(inspect.signature(PlainPoint))
+    with pytest.raises(TypeError):
+        Point(1.0)  # x is required
+    with pytest.raises(TypeError):
+        Point(1.0, 2, "a", (), 5)  # one too many
+
+
+def test_the_same_value_as_the_dataclass_gives() -> None:
+    p, plain = Point(1.5, 3, "a", (2,)), PlainPoint(1.5, 3, "a", (2,))
+    assert repr(p) == repr(plain).replace("PlainPoint", "Point")
+    assert p == Point(1.5, 3, "a", (2,)) and p != Point(1.5, 3, "b", (2,))
+    assert hash(p) == hash(Point(1.5, 3, "a", (2,))) == hash(plain)
+    assert Point.__match_args__ == ("time", "x", "label", "kept")
+    assert not hasattr(p, "__dict__")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        p.x = 4  # type: ignore[misc]
+    assert pickle.loads(pickle.dumps(p)) == p
+    assert dataclasses.replace(p, label="b") == Point(1.5, 3, "b", (2,))
+    assert Base(0.5) == Base(0.5) and Base(0.5) != p
+
+
+def test_init_writes_the_slots_through_their_member_descriptors() -> None:
+    init = Point.__init__
+    assert init.__qualname__ == "Point.__init__"
+    for name in ("time", "x", "label", "kept"):
+        assert init.__globals__[f"_set_{name}"] == getattr(Point, name).__set__
+    assert "__setattr__" not in init.__code__.co_names
+
+
+def test_events_and_commands_are_values() -> None:
+    for cls in (RequestFinished, Started, Dispatch, StartEnvStep):
+        assert "_set_time" in cls.__init__.__globals__ or "_set_tid" in cls.__init__.__globals__
+    d = Dispatch(1, 2, 0, 3, 4, 900, 20, 100, 2, None)
+    assert d.chunked is False and d == Dispatch(1, 2, 0, 3, 4, 900, 20, 100, 2, None, False)
+    assert RequestFinished(1.0, 7, 5, kv_free=9).kv_free == 9
+    assert Started(0.0).kv_tokens is None
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        dataclasses.field(default_factory=list),
+        dataclasses.field(default=0, init=False),
+        dataclasses.field(default=0, kw_only=True),
+    ],
+)
+def test_fields_beyond_plain_ones_are_refused(spec: dataclasses.Field) -> None:
+    class Odd:
+        __annotations__ = {"a": int, "b": list}
+        b = spec
+
+    with pytest.raises(TypeError, match="only plain fields are supported"):
+        value(Odd)
