@@ -2,9 +2,9 @@
 handler for every command type the core can emit, and the core emits nothing else.
 
 The shells are found as the subclasses of `rlsched.core.shell.Shell` once their modules are
-imported: the Ray driver and the test worlds today; the simulator joins when it subclasses
-`Shell` (design/rlsched_shell.md, to-dos). A shell lacking a handler cannot even be defined
-(`Shell.__init_subclass__` refuses it), so every test importing it fails too.
+imported: the simulator (design/rlsched_sim.md 0.11.0), the Ray driver and the test worlds. A
+shell lacking a handler cannot even be defined (`Shell.__init_subclass__` refuses it), so every
+test importing it fails too.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from tests.test_core_review import FifoShell, ReviewWorld, make_cfg
 
 
 def shells() -> set[type]:
-    import rlsched.sim.shell  # noqa: F401  (a shell once it subclasses Shell)
+    from rlsched.sim.shell import Simulation
 
     pytest.importorskip("ray")
     from rlsched.runtime.driver import Driver
@@ -30,7 +30,7 @@ def shells() -> set[type]:
             if sub.__module__.startswith(("rlsched.", "tests.")) and sub not in found:
                 found.add(sub)
                 todo.append(sub)
-    assert {Driver, World, ReviewWorld, FifoShell} <= found
+    assert {Simulation, Driver, World, ReviewWorld, FifoShell} <= found
     return found
 
 

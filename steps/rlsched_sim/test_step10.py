@@ -5,6 +5,7 @@ from pathlib import Path
 
 import pytest
 
+from rlsched.core.commands import Dispatch
 from rlsched.core.events import (
     EnvStepDone,
     EnvStepTimedOut,
@@ -23,6 +24,14 @@ def _simulation() -> Simulation:
     sim = load_sim_config(ROOT / "examples" / "four_gpu.yaml")
     cfg = sim.policy_config("timeshare")
     return Simulation(cfg, sim.cost, Workload(sim.workload, 0, 4, 16384))
+
+
+def _pending(
+    simulation: Simulation, rid: int, tid: int, rank: int, resume: int, chunk: int, ends: bool
+) -> None:
+    """Open the ledger record of request `rid` of `tid` on `rank` (`chunk` 0: not chunked)."""
+    dispatch = Dispatch(rid, tid, 0, 0, rank, 0, resume, chunk or 10_000, 0, None, bool(chunk))
+    simulation.ledger.open(PendingRequest(0.0, dispatch, ends))
 
 
 def test_events_at_equal_times_keep_insertion_order() -> None:
@@ -59,14 +68,14 @@ def test_a_whole_chunk_that_stopped_closes_the_turn_in_the_record() -> None:
     cfg = type(cfg).model_validate(mapping)
     simulation = Simulation(cfg, sim.cost, Workload(sim.workload, 0, 4, 16384))
     simulation._trajs[0] = TrajRecord(0, 100, context=100)
-    simulation._requests[0] = PendingRequest(0, 1, 0, 64, False)  # tid 0 on rank 1, no kept tokens
+    _pending(simulation, 0, 0, 1, 0, 64, False)  # tid 0 on rank 1, no kept tokens
     simulation._note(RequestFinished(1.0, 0, 64))
     record = simulation._trajs[0]
     assert (record.context, record.gen_kept, record.cached_tokens) == (100, 0, 164)
-    simulation._requests[1] = PendingRequest(0, 1, 64, 64, True)  # the turn's last chunk
+    _pending(simulation, 1, 0, 1, 64, 64, True)  # the turn's last chunk
     simulation._note(RequestFinished(2.0, 1, 64, stopped=True))
     assert (record.context, record.gen_kept, record.cached_tokens) == (228, 128, 228)
-    assert record.cached_rank == 1 and simulation._requests == {}
+    assert record.cached_rank == 1 and len(simulation.ledger) == 0
 
 
 def test_note_keeps_each_trajectory_record_as_events_arrive() -> None:
@@ -79,25 +88,25 @@ def test_note_keeps_each_trajectory_record_as_events_arrive() -> None:
     lone = min(rate, cap)  # no KV model on four_gpu: a lone request decodes at the cap
     record = TrajRecord(5, 10, context=10)
     simulation._trajs[5] = record
-    simulation._requests[7] = PendingRequest(5, 1, 0, 0, False)
+    _pending(simulation, 7, 5, 1, 0, 0, False)
     simulation._note(RequestFinished(3.0, 7, 30))
     assert (record.context, record.gen_kept, record.cached_tokens) == (40, 30, 40)
     assert (record.cached_rank, record.last_event) == (1, 3.0)
-    assert record.path_s == pytest.approx(30 / lone) and simulation._requests == {}
+    assert record.path_s == pytest.approx(30 / lone) and len(simulation.ledger) == 0
     simulation._note(EnvStepDone(4.0, 5, 0, 12, False))
     assert (record.context, record.obs, record.last_event) == (52, 12, 4.0)
     assert record.path_s == pytest.approx(30 / lone + 12 * prefill)
     simulation._note(EnvStepDone(5.0, 5, 1, 3, True))  # the last observation is no prefill
     assert (record.context, record.obs, record.last_event) == (55, 15, 5.0)
     assert record.path_s == pytest.approx(30 / lone + 12 * prefill)
-    simulation._requests[8] = PendingRequest(5, 1, 0, 0, False)
+    _pending(simulation, 8, 5, 1, 0, 0, False)
     simulation._note(RequestAborted(6.0, 8, 4))
     assert (record.context, record.gen_kept, record.last_event) == (55, 30, 6.0)
-    assert simulation._requests == {}
+    assert len(simulation.ledger) == 0
     simulation._note(EnvStepTimedOut(7.0, 5, 2))
     assert (record.context, record.last_event) == (55, 7.0)
     # a trajectory that is gone (trained or dropped): its late events are absorbed
-    simulation._requests[9] = PendingRequest(99, 0, 0, 0, False)
+    _pending(simulation, 9, 99, 0, 0, 0, False)
     simulation._note(RequestFinished(8.0, 9, 5))
     simulation._note(EnvStepDone(8.0, 99, 0, 5, False))
     simulation._note(EnvStepTimedOut(8.0, 99, 0))
@@ -114,7 +123,7 @@ def test_a_longer_context_makes_a_lone_token_slower_with_memory() -> None:
     paths = []
     for tid, context in ((0, 10), (1, 100_000)):
         simulation._trajs[tid] = TrajRecord(tid, context, context=context)
-        simulation._requests[tid] = PendingRequest(tid, 0, 0, 0, False)
+        _pending(simulation, tid, tid, 0, 0, 0, False)
         simulation._note(RequestFinished(1.0, tid, 50))
         paths.append(simulation._trajs[tid].path_s)
     assert 0 < paths[0] < paths[1]
@@ -132,7 +141,7 @@ def test_a_finished_request_adds_the_kv_it_held_to_its_trajectory_need() -> None
     step_s, kv_s = 1 / 50.0, simulation._kv_s
     # 1,000 context + 200 kept tokens, 300 new: positions 1,200 .. 1,499
     simulation._trajs[0] = TrajRecord(0, 1000, context=1000)
-    simulation._requests[0] = PendingRequest(0, 2, 200, 0, False)
+    _pending(simulation, 0, 0, 2, 200, 0, False)
     simulation._note(RequestFinished(1.0, 0, 300))
     latency = step_s + 1200 * kv_s
     held = sum(range(1200, 1500))
@@ -142,7 +151,7 @@ def test_a_finished_request_adds_the_kv_it_held_to_its_trajectory_need() -> None
     # near the capacity: positions past it count at the capacity
     base = capacity - 10
     simulation._trajs[1] = TrajRecord(1, base, context=base)
-    simulation._requests[1] = PendingRequest(1, 2, 0, 0, False)
+    _pending(simulation, 1, 1, 2, 0, 0, False)
     simulation._note(RequestFinished(1.0, 1, 30))
     held = sum(range(base, capacity)) + 20 * capacity
     assert simulation._trajs[1].kv_need == pytest.approx(held * (step_s + base * kv_s))
@@ -150,12 +159,12 @@ def test_a_finished_request_adds_the_kv_it_held_to_its_trajectory_need() -> None
     assert simulation._trajs[1].kv_read_s == pytest.approx(read)
     over = TrajRecord(2, 0, context=capacity + 500)  # a lone request past the capacity
     simulation._trajs[2] = over
-    simulation._requests[2] = PendingRequest(2, 2, 0, 0, False)
+    _pending(simulation, 2, 2, 2, 0, 0, False)
     simulation._note(RequestFinished(1.0, 2, 10))
     assert over.kv_read_s == pytest.approx(10 * capacity * (step_s / capacity + kv_s))
     # without a memory model nothing is needed
     plain = _simulation()
     plain._trajs[0] = TrajRecord(0, 10, context=10)
-    plain._requests[0] = PendingRequest(0, 1, 0, 0, False)
+    _pending(plain, 0, 0, 1, 0, 0, False)
     plain._note(RequestFinished(1.0, 0, 30))
     assert plain._trajs[0].kv_need == 0.0 == plain._trajs[0].kv_read_s and plain._capacity == 0

@@ -7,6 +7,7 @@ import pytest
 from rlsched.config import RlschedConfig
 from rlsched.core.commands import Dispatch, LoadPrompts
 from rlsched.core.events import PromptsLoaded, Started
+from rlsched.core.shell import PendingRequest as Requested
 from rlsched.sim.params import CostModel, WorkloadModel, load_sim_config
 from rlsched.sim.shell import Simulation
 from rlsched.sim.workload import Workload
@@ -86,10 +87,12 @@ def test_a_dispatch_records_whether_it_reaches_the_end_of_its_turn() -> None:
     simulation._dispatch(Dispatch(0, 0, 0, 0, 0, 100, 0, 25, 0, None, chunked=True))  # 25 of 50
     simulation._dispatch(Dispatch(1, 0, 0, 0, 0, 100, 25, 25, 0, None, chunked=True))  # last 25
     simulation._dispatch(Dispatch(2, 0, 0, 0, 0, 100, 10, 100, 0, None))  # the turn's rest
-    ends = {rid: simulation._requests[rid].ends for rid in (0, 1, 2)}
-    assert ends == {0: False, 1: True, 2: True}
-    # the chunk each was given, from the command (0: not a chunk); the shell decides nothing
-    assert [simulation._requests[rid].chunk for rid in (0, 1, 2)] == [25, 25, 0]
+    records = [simulation.ledger.get(Requested, rid) for rid in (0, 1, 2)]
+    assert [record.ends for record in records] == [False, True, True]
+    # each record holds the command it answers; the shell decides nothing
+    assert [record.command.rid for record in records] == [0, 1, 2]
+    assert [record.command.chunked for record in records] == [True, True, False]
+    assert simulation._touched == {0} and not simulation.ledger.late
 
 
 def test_a_whole_run_on_one_device_adds_up_by_hand() -> None:

@@ -48,7 +48,7 @@ def test_a_new_simulation_holds_its_inputs_and_starts_empty() -> None:
     assert simulation.cfg is cfg and simulation.cost is sim.cost and simulation.workload is work
     assert simulation.observer == seen.append and simulation.result.name == "timeshare"
     assert (simulation.now, simulation._seq, simulation._next_gid) == (0.0, 0, 0)
-    assert simulation._trajs == {} and simulation._requests == {} and simulation._heap == []
+    assert simulation._trajs == {} and len(simulation.ledger) == 0 and simulation._heap == []
 
 
 def test_records_start_at_zero() -> None:
