@@ -219,9 +219,14 @@ def test_failing_and_hanging_environments_end_their_trajectories(cluster: None) 
     }
     driver = run_training(config(scheduler=SMALL["scheduler"], env=env), 3)
     assert driver.counters["env_failed"] > 0 and driver.counters["env_step_timeouts"] > 0
-    # counted apart in the core too (0.4.0: a raising environment is no timeout)
-    assert driver.core.stats.env_failures == driver.counters["env_failed"]
-    assert driver.core.stats.env_timeouts == driver.counters["env_step_timeouts"]
+    # counted apart in the core too (0.4.0: a raising environment is no timeout). The driver
+    # counts what it reported; the core what it acted on, which is less by the reports it
+    # ignored: one event of a batch may drop a stale group whose failure or timeout is a later
+    # event of the same batch (seen once in four suite runs: 11 timeouts reported, 10 acted on)
+    stats = driver.core.stats
+    failed, timeouts = driver.counters["env_failed"], driver.counters["env_step_timeouts"]
+    assert 0 < stats.env_failures <= failed and 0 < stats.env_timeouts <= timeouts
+    assert (failed - stats.env_failures) + (timeouts - stats.env_timeouts) <= stats.ignored_events
     acct = check_accounting(driver, 3)
     assert acct["failed_trained"] > 0
     assert sum(r["failed"] for r in driver.recorder.rows) == acct["failed_trained"]
