@@ -3,6 +3,7 @@
 from pathlib import Path
 
 import pytest
+from kv_world import KV as WORLD_KV
 
 from rlsched.sim.metrics import Work, bound_seconds, expected_work, ideal_seconds, summarize
 from rlsched.sim.params import load_sim_config
@@ -74,20 +75,11 @@ def test_critical_path_bound_by_hand() -> None:
     assert bound_seconds(_result(0, [], [], 0)) == 0.0
 
 
+HOST_ONLY = ("host_gb", "host_gb_per_s", "pool_gb_per_s", "link_gb_per_s")
 KV = {
     name: {"value": value, "source": "illustrative"}
-    for name, value in {
-        "layers": 28,
-        "kv_heads": 4,
-        "head_dim": 128,
-        "dtype_bytes": 2,
-        "gpu_memory_gb": 24,
-        "memory_utilization": 0.9,
-        "weights_gb": 19,
-        "activation_gb": 1,
-        "gpu_bandwidth_gb_per_s": 300,
-        "batch_tokens": 2048,
-    }.items()
+    for name, value in WORLD_KV.items()
+    if name not in HOST_ONLY  # HBM only: no host tier, pool or link here
 }
 
 
