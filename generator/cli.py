@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 import difflib
+import gc
 import json
 import re
 import sys
@@ -281,7 +282,22 @@ _register_extensions()
 
 
 def main() -> None:
+    quiet_collector()
     cli(prog_name="dd")
+
+
+def quiet_collector() -> None:
+    """Tune the cyclic garbage collector for a short batch process.
+
+    What dd builds (documents, Python and libcst trees, models) lives until the command ends,
+    so a collection frees almost nothing yet re-scans all of it: with the default thresholds
+    that was a third of a cold `dd check`. Objects made by the imports are frozen out of every
+    collection, and collections run a hundred times less often; reference counting still frees
+    everything that is not in a cycle at once.
+    """
+    gc.freeze()
+    first, second, third = gc.get_threshold()
+    gc.set_threshold(first * 100, second, third)
 
 
 if __name__ == "__main__":

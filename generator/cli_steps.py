@@ -23,6 +23,7 @@ from generator.init import init_project
 from generator.models import DDError, Diagnostic, Document, StepStatus
 from generator.plan import render_dot, render_mermaid
 from generator.project import Project
+from generator.verify import CheckResult
 from generator.writer import atomic_write
 
 DOC_OPTION = click.option(
@@ -66,7 +67,7 @@ def _load() -> Project:
         _fail("cannot load the project", exc.diagnostics)
 
 
-def _echo_result(r: st.CheckResult) -> None:
+def _echo_result(r: CheckResult) -> None:
     click.echo(f"{'PASS' if r.ok else 'FAIL'}  {r.item}")
     if not r.ok and r.output:
         click.echo("\n".join(f"      {line}" for line in r.output.splitlines()))

@@ -77,10 +77,11 @@ class Project:
         cache = Cache(config.cache_dir)
         pattern_files = _pattern_files(config)
         fingerprint = digest(environment(), files_digest(pattern_files))
+        library = None
         if cache.get("library", fingerprint) != "ok":
             from generator.patterns import PatternLibrary
 
-            PatternLibrary.load(config.pattern_dirs())  # raises DDError (DD090)
+            library = PatternLibrary.load(config.pattern_dirs())  # raises DDError (DD090)
             cache.put("library", fingerprint, "ok")
         paths = sorted({*config.documents(), *(p.resolve() for p in docs or ())})
         documents: list[Document] = []
@@ -96,7 +97,7 @@ class Project:
             else:
                 documents.append(doc)
                 keys[rel] = key
-        return cls(
+        project = cls(
             config,
             documents,
             diagnostics,
@@ -105,6 +106,9 @@ class Project:
             keys=keys,
             unreadable=unreadable,
         )
+        if library is not None:  # checked just now: load it once, not twice
+            project.__dict__["library"] = library
+        return project
 
     @cached_property
     def library(self) -> PatternLibrary:

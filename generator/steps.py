@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import subprocess
-import sys
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING
@@ -21,6 +19,7 @@ from generator.docedit import insert_plan, set_step_fields
 from generator.models import DDError, Diagnostic, Document, Step, StepStatus
 from generator.plan import derive_plan, render_plan, validate_plan
 from generator.project import Project
+from generator.verify import CheckResult, run_checks
 from generator.writer import atomic_write
 
 if TYPE_CHECKING:
@@ -41,15 +40,6 @@ class StepError(Exception):
         super().__init__(message)
         self.diagnostics = diagnostics or []
         self.results = results or []
-
-
-@dataclass
-class CheckResult:
-    """Outcome of one `verify` item."""
-
-    item: str
-    ok: bool
-    output: str = ""  # the tail of the command's output, for failures
 
 
 # --------------------------------------------------------------------------- selection
@@ -142,35 +132,6 @@ def plan_document(project: Project, doc: Document) -> tuple[list[Step], list[Dia
 # --------------------------------------------------------------------------- verify
 
 
-def verify_command(item: str) -> tuple[list[str] | str, bool]:
-    """(command, shell?) for a verify item: a pytest file or `cmd: <shell command>`."""
-    if item.startswith("cmd:"):
-        return item[len("cmd:") :].strip(), True
-    return [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", item], False
-
-
-def run_checks(project: Project, step: Step) -> list[CheckResult]:
-    """Run each verify item of `step` in the project root; pass means exit status 0."""
-    root = project.config.root
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
-    out_dir = str(project.config.output_dir)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (out_dir, env.get("PYTHONPATH", "")) if p)
-    results: list[CheckResult] = []
-    for item in step.verify:
-        if not item.startswith("cmd:") and not (root / item).is_file():
-            results.append(CheckResult(item, False, f"{item}: no such file"))
-            continue
-        cmd, shell = verify_command(item)
-        proc = subprocess.run(
-            cmd, shell=shell, cwd=root, env=env, capture_output=True, text=True, check=False
-        )
-        output = (proc.stdout + proc.stderr).strip()
-        results.append(
-            CheckResult(item, proc.returncode == 0, "\n".join(output.splitlines()[-20:]))
-        )
-    return results
-
-
 def verify_step(project: Project, doc: Document, number: int) -> list[CheckResult]:
     """Run `number`'s checks; StepError when the step has none."""
     step = get_step(doc, number)
@@ -178,7 +139,7 @@ def verify_step(project: Project, doc: Document, number: int) -> list[CheckResul
         raise StepError(
             f"Step {number} has no `verify:` items: add a test under steps/ or a `cmd:`"
         )
-    return run_checks(project, step)
+    return run_checks(project.config.root, project.config.output_dir, step.verify)
 
 
 # --------------------------------------------------------------------------- start
@@ -382,7 +343,7 @@ def done_step(
             _expand(project, snap)
         except DDError as exc:
             raise StepError(f"`dd expand` failed for Step {number}", exc.diagnostics) from None
-        results = run_checks(project, step)
+        results = run_checks(project.config.root, project.config.output_dir, step.verify)
         if not all(r.ok for r in results):
             raise StepError(
                 f"verification of Step {number} failed; nothing was changed", results=results

@@ -54,10 +54,9 @@ def _run_items(
     root: Path, out_dir: Path, items: Iterable[str], timeout: float | None
 ) -> tuple[bool, str]:
     """Run verify items in `root` (a worker copy); (all passed, what failed)."""
-    from generator.steps import verify_command
+    from generator.verify import check_env, verify_command
 
-    env = dict(os.environ, PYTHONDONTWRITEBYTECODE="1")
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(out_dir), env.get("PYTHONPATH", "")) if p)
+    env = check_env(out_dir)
     for item in items:
         cmd, shell = verify_command(item)
         proc = subprocess.Popen(
