@@ -6,6 +6,7 @@ import datetime as dt
 import difflib
 import gc
 import json
+import os
 import re
 import sys
 import textwrap
@@ -89,6 +90,7 @@ def cli() -> None:
 )
 def check(docs: tuple[str, ...], fmt: str) -> None:
     """Check design documents (all configured ones, or DOCS); exit 1 on any error."""
+    leave_at_once()
     project = load_project(docs)
     diags = project.check()
     checked = project.documents
@@ -281,9 +283,30 @@ def _register_extensions() -> None:
 _register_extensions()
 
 
+_exit_at_once = False  # set by a command that leaves nothing for Python's teardown to finish
+
+
+def leave_at_once() -> None:
+    """Let `main` end the process without Python's teardown when this command exits.
+
+    The teardown frees every object one by one (a tenth of a cold `dd check`). Only for a
+    command that, when it exits, has written every file and leaves no thread or temporary file
+    behind. Under `CliRunner` (tests) nothing changes: only `main` acts on it.
+    """
+    global _exit_at_once
+    _exit_at_once = True
+
+
 def main() -> None:
     quiet_collector()
-    cli(prog_name="dd")
+    try:
+        cli(prog_name="dd")
+    except SystemExit as exc:
+        if _exit_at_once and (exc.code is None or isinstance(exc.code, int)):
+            sys.stdout.flush()
+            sys.stderr.flush()
+            os._exit(exc.code or 0)
+        raise
 
 
 def quiet_collector() -> None:

@@ -370,3 +370,16 @@ def test_init_project_installs_with_pip_and_imports(tmp_path: Path, dd: Callable
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == str(root / "widgets" / "counter.py")
+
+
+def test_check_as_a_process_reports_through_a_pipe(project: Path) -> None:
+    """`dd check` ends its process without Python's teardown (generator/cli.py `main`): what it
+    printed still reaches a pipe, in order, with the exit status the command chose."""
+    clean = run_module(project, "check", "--format", "json")
+    assert clean.returncode == 0 and json.loads(clean.stdout) == {"diagnostics": []}
+    text = (project / DOC).read_text()
+    (project / DOC).write_text(text.replace("- deps: none", "- dependencies: none", 1))
+    broken = run_module(project, "check")
+    assert broken.returncode == 1
+    assert "pool.md:38:3: error[DD060]: unknown field `dependencies`" in broken.stdout
+    assert "1 error(s)" in broken.stderr
