@@ -37,10 +37,16 @@ def tiny(**patch: dict[str, Any]) -> RunConfig:
 
 
 def start_ray(num_gpus: int = 4) -> None:
-    """A local cluster on loopback declaring `num_gpus` logical GPUs."""
+    """A local cluster on loopback declaring `num_gpus` logical GPUs, or the cluster at
+    `RAY_ADDRESS` (the test suite's one cluster, which declares 4); `ray.shutdown()` stops
+    the one or leaves the other."""
     import ray
 
     os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+    address = os.environ.get("RAY_ADDRESS")
+    if address and address != "local":
+        ray.init(address=address, logging_level="ERROR")
+        return
     ray.init(
         num_cpus=2,
         num_gpus=num_gpus,

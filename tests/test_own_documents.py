@@ -55,10 +55,12 @@ def test_run_by_this_suite_names_only_whole_files_of_tests() -> None:
 
 
 @pytest.mark.parametrize("doc", DONE_DOCS)
-def test_done_steps_pass_their_verification(doc: str) -> None:
+def test_done_steps_pass_their_verification(doc: str, ray_cluster: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """What `dd step verify NUMBER --doc DOC` runs for each DONE step of DOC, found with
     `verify_together` (the step files of a document in one pytest process; each file alone
-    only when that fails); `cmd:` items that re-run tests of this suite are left to it."""
+    only when that fails); `cmd:` items that re-run tests of this suite are left to it. The
+    checks join the session's Ray cluster (`RAY_ADDRESS`) instead of starting one each."""
+    monkeypatch.setenv("RAY_ADDRESS", ray_cluster)
     document = next(d for d in PROJECT.documents if d.path == doc)
     done = [s for s in document.steps if s.status is StepStatus.done]
     assert all(s.verify for s in done), "a DONE step without checks"

@@ -1,4 +1,4 @@
-"""The Ray runtime end to end on a real local cluster (one per test module, loopback only):
+"""The Ray runtime end to end on a real local cluster (the session's, loopback only):
 learning, a timeshare step with shrink and expand, a killed rollout actor, failing and hanging
 environments, Ctrl-C. Every test checks that every trajectory is accounted for."""
 
@@ -46,17 +46,10 @@ SMALL = {
 
 
 @pytest.fixture(scope="module")
-def cluster() -> Iterator[None]:
-    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
-    ray.init(
-        num_cpus=2,
-        num_gpus=4,
-        include_dashboard=False,
-        logging_level="ERROR",
-        _node_ip_address="127.0.0.1",
-    )
+def cluster(ray_cluster: str) -> Iterator[None]:
+    """The session's cluster (tests/conftest.py), already connected in this process."""
+    assert ray.is_initialized()
     yield
-    ray.shutdown()
 
 
 def check_accounting(driver: Any, steps: int) -> dict[str, int]:

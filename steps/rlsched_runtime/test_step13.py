@@ -1,12 +1,15 @@
 """Step 13 of design/rlsched_runtime.md: a whole run on a cluster it starts and stops."""
 
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import ray
 from runtime_parts import tiny
 
-from rlsched.runtime.cluster import run_training
+from rlsched.runtime.cluster import connect, run_training
 from rlsched.sim.params import load_sim_config
 
 
@@ -84,3 +87,44 @@ def test_engine_and_switch_totals_sum_the_devices() -> None:
     idle = SwitchRecord(Timing(0.0, 0.0), Timing(0.0, 0.0), 0, 0)  # moved nothing: not counted
     totals = switch_totals([switch(64, 0.5, 0.25), idle, switch(192, 1.5, 0.75)])
     assert totals == {"count": 2, "mib_mean": 128.0, "unpark_s_mean": 1.0, "park_s_mean": 0.5}
+
+
+# A cluster of 3 logical GPUs in another process, which prints its address and lives until its
+# standard input closes.
+OTHER_CLUSTER = """
+import os, sys, ray
+os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
+ray.init(num_cpus=1, num_gpus=3, include_dashboard=False, logging_level="ERROR",
+         _node_ip_address="127.0.0.1")
+print(ray.get_runtime_context().gcs_address, flush=True)
+sys.stdin.read()
+ray.shutdown()
+"""
+
+
+def test_connect_joins_the_cluster_named_by_ray_address(monkeypatch) -> None:
+    """Without `--address`, `RAY_ADDRESS` names the cluster to join (Ray refuses resources from
+    a process that joins one); `local` starts one declaring the run's devices."""
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    other = subprocess.Popen(
+        [sys.executable, "-c", OTHER_CLUSTER],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    try:
+        address = other.stdout.readline().strip()
+        assert address, "the other cluster did not start"
+        monkeypatch.setenv("RAY_ADDRESS", address)
+        assert connect(None, 2) and ray.cluster_resources()["GPU"] == 3
+        assert connect(None, 2) is False  # this process's Ray, reused
+    finally:
+        ray.shutdown()
+        other.stdin.close()
+        other.wait(timeout=120)
+    monkeypatch.setenv("RAY_ADDRESS", "local")
+    try:
+        assert connect(None, 2) and ray.cluster_resources()["GPU"] == 2
+    finally:
+        ray.shutdown()
