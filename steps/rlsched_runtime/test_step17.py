@@ -141,6 +141,26 @@ def test_a_training_step_is_one_record_with_its_references(driver: Driver) -> No
     [(weights_ref, pending)] = calls(driver, TrainCall)
     assert set(ray.get(weights_ref)) == set(ray.get(EXPORTED[0]))
     assert ray.get(pending.op.checkpoint)["version"] == 2
+    [(commit_ref, _)] = calls(driver, Commit)
+    assert driver._commits == {1: commit_ref}
+    driver.ledger.forget(pending.op)
+    ray.get(commit_ref)
+
+
+@ray.remote
+def failed_commit() -> None:
+    raise RuntimeError("the previous commit failed")
+
+
+def test_a_step_starts_after_the_devices_previous_commit(driver: Driver) -> None:
+    """The next step's first gradients on a device wait for its previous step's commit (the
+    park): a commit that failed fails them, where they would have run beside it."""
+    samples = tuple(TrainSample(t, 1, (0,), False) for t in range(4, 8))
+    driver._commits[1] = failed_commit.remote()
+    driver.execute(Train(5, (1,), 2, samples))
+    [(weights_ref, pending)] = calls(driver, TrainCall)
+    with pytest.raises(ray.exceptions.RayTaskError, match="the previous commit failed"):
+        ray.get(weights_ref)
     calls(driver, Commit)
     driver.ledger.forget(pending.op)
 
