@@ -101,8 +101,10 @@ def test_a_run_that_fails_exits_1_with_one_line(tmp_path: Path, monkeypatch) -> 
 
     steps = str(Path(__file__).resolve().parents[1])
     monkeypatch.syspath_prepend(steps)
-    # the Ray workers started by the run import the environment from there too
+    # the Ray workers started by the run import the environment from there too: the run
+    # starts its own cluster, whose workers see this environment (a shared one's do not)
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([steps, os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
     config = tmp_path / "dying.yaml"
     data = {**TINY, "env": {"name": "dying_env:DyingGrid"}, "run": {"steps": 1, "eval_episodes": 0}}
     config.write_text(yaml.safe_dump(data))
