@@ -24,14 +24,14 @@ class CheckResult:
     output: str = ""  # the tail of the command's output, for failures
 
 
+_PYTEST = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
+
+
 def verify_command(item: str) -> tuple[list[str] | str, bool]:
     """(command, shell?) for a verify item: a pytest file or `cmd: <shell command>`."""
     if item.startswith("cmd:"):
         return item[len("cmd:") :].strip(), True
     return [*_PYTEST, item], False
-
-
-_PYTEST = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"]
 
 
 def check_env(out_dir: Path) -> dict[str, str]:

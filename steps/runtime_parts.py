@@ -1,7 +1,6 @@
 """Shared by the runtime's per-step checks: a tiny run config and a loopback Ray cluster."""
 
 import copy
-import os
 from typing import Any
 
 from rlsched.runtime.config import EXAMPLE, RunConfig, load_run_config
@@ -37,23 +36,12 @@ def tiny(**patch: dict[str, Any]) -> RunConfig:
 
 
 def start_ray(num_gpus: int = 4) -> None:
-    """A local cluster on loopback declaring `num_gpus` logical GPUs, or the cluster at
-    `RAY_ADDRESS` (the test suite's one cluster, which declares 4); `ray.shutdown()` stops
-    the one or leaves the other."""
-    import ray
+    """The runtime's own `connect`: the cluster at `RAY_ADDRESS` (the test suite's one
+    cluster, which declares 4 logical GPUs), else a local one on loopback declaring `num_gpus`;
+    `ray.shutdown()` leaves the one or stops the other."""
+    from rlsched.runtime.cluster import connect
 
-    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
-    address = os.environ.get("RAY_ADDRESS")
-    if address and address != "local":
-        ray.init(address=address, logging_level="ERROR")
-        return
-    ray.init(
-        num_cpus=2,
-        num_gpus=num_gpus,
-        include_dashboard=False,
-        logging_level="ERROR",
-        _node_ip_address="127.0.0.1",
-    )
+    connect(None, num_gpus)
 
 
 assert EXAMPLE["scheduler"]["mode"] == "timeshare"

@@ -73,20 +73,15 @@ def dd(monkeypatch: pytest.MonkeyPatch) -> Callable[..., Result]:
 
 @pytest.fixture(scope="session")
 def ray_cluster() -> Iterator[str]:
-    """The test session's one local Ray cluster (loopback, 2 CPUs, 4 logical GPUs), started on
-    first use and stopped at the end; yields its address. Step checks run by
+    """The test session's one local Ray cluster (the runtime's `connect`: loopback, 4 logical
+    GPUs), started on first use and stopped at the end; yields its address. Step checks run by
     tests/test_own_documents.py join it through `RAY_ADDRESS` (steps/runtime_parts.py,
     `rlsched.runtime.cluster.connect`) instead of starting one each."""
     import ray
 
-    os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
-    ray.init(
-        num_cpus=2,
-        num_gpus=4,
-        include_dashboard=False,
-        logging_level="ERROR",
-        _node_ip_address="127.0.0.1",
-    )
+    from rlsched.runtime.cluster import connect
+
+    connect(None, 4)
     try:
         yield ray.get_runtime_context().gcs_address
     finally:

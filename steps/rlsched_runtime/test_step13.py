@@ -92,10 +92,9 @@ def test_engine_and_switch_totals_sum_the_devices() -> None:
 # A cluster of 3 logical GPUs in another process, which prints its address and lives until its
 # standard input closes.
 OTHER_CLUSTER = """
-import os, sys, ray
-os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
-ray.init(num_cpus=1, num_gpus=3, include_dashboard=False, logging_level="ERROR",
-         _node_ip_address="127.0.0.1")
+import sys, ray
+from rlsched.runtime.cluster import connect
+connect(None, 3)
 print(ray.get_runtime_context().gcs_address, flush=True)
 sys.stdin.read()
 ray.shutdown()
