@@ -44,9 +44,12 @@ event of simulated runs, on the four-GPU example and on random small worlds:
   by an abort in resume mode are left out: an abort can land at the instant its request
   completes, which the engine model answers with every token.
 
-Work conservation and placement fail on some random worlds that the derandomized examples do
-not draw (found with HYPOTHESIS_PROFILE=explore): a real defect of the core, pinned by the
-strict xfail at the end of this file.
+Work conservation and placement failed on some random worlds that the derandomized examples
+do not draw (found with HYPOTHESIS_PROFILE=explore): a queued turn stayed under its group's
+version at queue time (None before the group started), so a rank behind the trainer idled
+beside a started group's first turns. The core refiles them since design/rlsched_core.md
+0.11.0 (design/rlsched_routing.md `Turns.send`); the world that found it is the last test of
+this file.
 
 The group versions, loads and rank versions these checks use are rebuilt from the commands and
 events of the run, or read as facts (requests in flight, weights on a device) from the core;
@@ -509,19 +512,12 @@ def test_random_worlds_with_memory_waste_nothing(world, weights_gb: float) -> No
     assert watch.report() == {}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="core: a queued turn is filed under its group's oldest version when it is queued "
-    "(None before the group's first dispatch) and never refiled, so once its group started a "
-    "rank behind the trainer cannot take the group's remaining first turns, though they would "
-    "not make the group staler; the rank idles until its weight sync lands (issue 15 item 4)",
-)
 def test_a_rank_behind_the_trainer_takes_a_started_groups_first_turns() -> None:
     """A world found by HYPOTHESIS_PROFILE=explore: timeshare on four single-GPU ranks, one
     request per rank. After the first step rank 1 still holds weights 1 while the trainer holds
     2, and trajectory 25 of group 12 (started on weights 1) waits for its first turn: by the
     rule of design/rlsched_routing.md (a rank behind the trainer takes only turns it cannot
-    make staler) rank 1 may take it, but it idles."""
+    make staler) rank 1 may take it; before core 0.11.0 it idled until its sync landed."""
     cfg = RlschedConfig.model_validate(
         {
             "devices": {"count": 4, "gpus_per_rank": 1, "train": 1},

@@ -126,6 +126,28 @@ def test_a_rank_behind_the_trainer_never_makes_a_group_staler() -> None:
     assert len(parts.placement) == 1
 
 
+
+def test_a_rank_behind_the_trainer_takes_a_started_groups_queued_turns() -> None:
+    """0.11.0: group 0 starts on weights 0 (its first turn on rank 0); its second turn, queued
+    at admission before the group had a version, is refiled under 0. Once the trainer holds 1
+    and rank 1 still holds 0, rank 1 may take that turn (it cannot make group 0 staler), but
+    not group 1's, which has not started."""
+    parts = _parts(cap=1)
+    parts.turns.backlog.extend([10, 20])
+    parts.turns.admit()
+    t0 = parts.placement.pop()
+    parts.turns.send(t0, 0)
+    assert parts.buffer.groups[t0.gid].min_version == 0
+    parts.ctx.version = 1
+    parts.router.set_rank_version(0, 1)
+    for rank in (0, 1):
+        parts.router.push_rank(rank)
+    parts.ctx.out.clear()
+    parts.turns.dispatch_queued()
+    placed = [(c.tid, c.rank, c.version) for c in parts.ctx.out if isinstance(c, Dispatch)]
+    assert placed == [(1, 1, 0)]  # rank 0 is full (one request per rank)
+    assert len(parts.placement) == 2  # group 1 waits for a rank holding version 1
+
 def _static(cap: int) -> Scheduler:
     return core_parts(
         {

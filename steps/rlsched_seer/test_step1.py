@@ -85,3 +85,25 @@ def test_groups_whose_samples_all_left_are_forgotten() -> None:
 def test_fifo_share_must_be_at_least_two() -> None:
     with pytest.raises(ValueError, match="VAL_INT_RANGE failed"):
         ContextAwarePlacement(fifo_every=1)
+
+
+def test_a_refiled_turn_keeps_its_rank_and_number_under_its_new_key() -> None:
+    """0.5.0: `refile` (FifoPlacement's, through `_file`) moves a queued member of a started
+    group under the group's version in both orders; the entries left under None go stale."""
+    buf = TrajectoryBuffer(3, 100)
+    a0, a1, a2 = (buf.trajs[t] for t in buf.admit_group(5).tids)
+    b0, _, _ = (buf.trajs[t] for t in buf.admit_group(5).tids)
+    queue = ContextAwarePlacement(fifo_every=2)
+    for traj in (a0, a1, a2, b0):
+        queue.push(traj)
+    rank, number = queue.priority(a2), queue._live[a2.tid][1]
+    assert queue.pop() is a0  # a's probe starts the group on weights 1
+    for traj in (a1, a2):
+        queue.refile(traj, 1)
+    assert len(queue) == 3
+    assert queue._live[a2.tid][1:] == (number, 1) and queue.priority(a2) == rank
+    # a rank behind the trainer at version 1: a's members, FIFO pick then ranked pick
+    assert queue.pop(max_key=1) is a1  # the 2nd pop is a FIFO pick: a1 waited longest
+    assert queue.pop(max_key=1) is a2
+    assert queue.pop(max_key=1) is None
+    assert queue.pop() is b0 and queue.pop() is None and len(queue) == 0
