@@ -18,6 +18,7 @@ def test_a_refiled_turn_keeps_its_place_and_leaves_nothing_behind() -> None:
     queue.push(early, key=2)  # queued after them, but its group already ran on weights 2
     assert queue.pop(max_key=2) is early
     queue.push(early, key=2)
+    queue.refile(middle, None)  # refiled where it is: its place in line does not change
     queue.refile(middle, 2)
     assert len(queue) == 4  # a move, not a new entry
     # under key 2 the refiled turn waited longer than `early`, pushed after it
