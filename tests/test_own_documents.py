@@ -14,7 +14,9 @@ from generator.verify import verify_together
 
 REPO = Path(__file__).resolve().parent.parent
 PROJECT = Project.load(REPO)
-DONE_DOCS = sorted({doc.path for doc in PROJECT.documents for step in doc.steps if step.status is StepStatus.done})
+DONE_DOCS = sorted(
+    {doc.path for doc in PROJECT.documents for step in doc.steps if step.status is StepStatus.done}
+)
 
 
 def test_own_documents_check_clean() -> None:
@@ -55,7 +57,9 @@ def test_run_by_this_suite_names_only_whole_files_of_tests() -> None:
 
 
 @pytest.mark.parametrize("doc", DONE_DOCS)
-def test_done_steps_pass_their_verification(doc: str, ray_cluster: str, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_done_steps_pass_their_verification(
+    doc: str, ray_cluster: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """What `dd step verify NUMBER --doc DOC` runs for each DONE step of DOC, found with
     `verify_together` (the step files of a document in one pytest process; each file alone
     only when that fails); `cmd:` items that re-run tests of this suite are left to it. The
@@ -64,19 +68,37 @@ def test_done_steps_pass_their_verification(doc: str, ray_cluster: str, monkeypa
     document = next(d for d in PROJECT.documents if d.path == doc)
     done = [s for s in document.steps if s.status is StepStatus.done]
     assert all(s.verify for s in done), "a DONE step without checks"
-    steps = [s.model_copy(update={"verify": [i for i in s.verify if not run_by_this_suite(i)]}) for s in done]
+    steps = [
+        s.model_copy(update={"verify": [i for i in s.verify if not run_by_this_suite(i)]})
+        for s in done
+    ]
     results = verify_together(PROJECT.config.root, PROJECT.config.output_dir, steps)
-    assert results and all(r.ok for r in results), "\n".join(f"{r.item}: {r.output}" for r in results if not r.ok)
+    assert results and all(r.ok for r in results), "\n".join(
+        f"{r.item}: {r.output}" for r in results if not r.ok
+    )
 
 
 def test_scheduler_core_imports_no_ray_and_no_torch() -> None:
     """The sans-I/O core (and the pool and config it uses) never imports an I/O framework."""
     import ast
 
-    core = [*sorted((REPO / "rlsched" / "core").rglob("*.py")), REPO / "rlsched" / "pool.py", REPO / "rlsched" / "config.py"]
+    core = [
+        *sorted((REPO / "rlsched" / "core").rglob("*.py")),
+        REPO / "rlsched" / "pool.py",
+        REPO / "rlsched" / "config.py",
+    ]
     assert len(core) > 5
     for path in core:
         tree = ast.parse(path.read_text())
-        imported = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
-        imported |= {(node.module or "").split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)}
+        imported = {
+            alias.name.split(".")[0]
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Import)
+            for alias in node.names
+        }
+        imported |= {
+            (node.module or "").split(".")[0]
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom)
+        }
         assert not imported & {"ray", "torch", "threading", "asyncio", "time", "random"}, path
