@@ -45,3 +45,15 @@ def test_refiling_twice_and_refiling_what_is_not_queued() -> None:
     assert queue.pop(max_key=3) is None
     queue.push(a, key=3)
     assert [queue.pop(), queue.pop(), queue.pop()] == [a, b, None]
+
+
+def test_an_entry_a_refile_left_behind_is_never_served() -> None:
+    """The entry left under the old key stays in its heap but is stale (its stamp is no longer
+    the trajectory's live one): a pop that reaches it first skips it."""
+    buf = TrajectoryBuffer(1, 100)
+    a = buf.trajs[buf.admit_group(5).tids[0]]
+    queue = FifoPlacement()
+    queue.push(a, key=1)
+    queue.refile(a, 3)  # the hook does not care in which direction a key moves
+    assert queue.pop(max_key=2) is None  # only the stale entry under 1 is eligible
+    assert queue.pop() is a and queue.pop() is None
