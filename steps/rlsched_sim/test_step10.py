@@ -50,8 +50,12 @@ def test_rank_wakeups_are_superseded_and_activity_follows_load() -> None:
     rank.submit(0.0, 1, 0, 600)  # 10 s at the cap of 60 tokens/s
     simulation._schedule_rank(0)
     assert simulation.timeline.kind(0) == "rollout"
-    rank.submit(0.0, 2, 100, 600)  # its prefill pauses decode: the first wake-up is stale
+    assert not simulation._stale(0, 10.0)
+    rank.submit(0.0, 2, 100, 600)  # its prefill slows decode: the first wake-up is stale
+    simulation._schedule_rank(0)  # as every change of a rank's work is followed (0.13.0)
     assert simulation._stale(0, 10.0)
+    wake = simulation._wake[0]
+    assert wake is not None and wake != 10.0 and not simulation._stale(0, wake)
     simulation._set_op((1,), "offload")
     assert simulation.timeline.kind(1) == "offload"
     simulation._end_op((1,), "offload", None)
