@@ -4,8 +4,10 @@ check sites at the end of every generated module that calls it.
 An annotation whose pattern has a `check:` expands to one call, `check.int_range(n, min=1,
 at=_AT[176])`: the function comes from the pattern (`check.code`), the site from the module's
 `_AT` table (document line -> spec, what the check expects, the labels of the values its failure
-message shows). A passing check costs one call; the message is built only when it fails, and
-reads exactly as the inline checks of earlier dd versions did. The generated package depends on
+message shows). A passing check costs one call, or none when its pattern has a guard: the call
+then stands under `if not (guard):`, an inline test that holds whenever the check passes. The
+message is built only when it fails, and reads exactly as the inline checks of earlier dd
+versions did. The generated package depends on
 nothing of dd's: the check module is plain Python generated with it.
 """
 
@@ -47,10 +49,10 @@ HEADER = f"{markers.HEADER_PREFIX} as the check module of the pattern library. D
 
 _PRELUDE = '''"""The checks the generated modules of this package call, one function per pattern.
 
-A check costs one call when it passes. When it fails it raises with a message built only
-then: the pattern, the spec and the document line of the annotation, what was expected and the
-value of each name involved, shown by `reprlib.repr` (a table of 100,000 entries shows its
-first few).
+A check costs one call when it passes (none where its pattern's guard, tested inline by the
+caller, holds). When it fails it raises with a message built only then: the pattern, the spec
+and the document line of the annotation, what was expected and the value of each name
+involved, shown by `reprlib.repr` (a table of 100,000 entries shows its first few).
 """
 
 from __future__ import annotations

@@ -123,6 +123,7 @@ class Annotation(Model):
     pattern: str
     args: str  # the raw text between the parentheses
     loc: Loc  # document line of the comment
+    inline: bool = False  # its spec says `- checks: inline`: a passing check costs no call
 
 
 class SpecKind(str, Enum):
@@ -246,12 +247,20 @@ class PatternCheck(Model):
     the annotation's own arguments (or `args`, a Jinja2 template) and `at=` the site. When the
     check fails the function calls `at.fail(ID, exception, *values)`; `shows` (a Jinja2
     expression over the arguments) gives the label of each value, in that order (None, or a
-    literal argument: not shown)."""
+    literal argument: not shown).
+
+    `guard` (optional) renders a Python expression, cheap and without side effects, that holds
+    whenever the check passes (empty: no guard for these arguments). The call is then written
+    under `if not (guard):`, so a passing check costs the guard's test and no call; the call,
+    with `guarded_args` when given, still decides and raises. A guard may be stricter than the
+    check (the call then passes) but never laxer."""
 
     function: str
     shows: str = "[]"
     args: str = ""
     code: str
+    guard: str = ""  # Jinja2 text: an inline expression that holds whenever the check passes
+    guarded_args: str = ""  # Jinja2 text: the call's arguments under the guard (default: `args`)
 
 
 class Pattern(Model):

@@ -553,6 +553,25 @@ def test_deps_may_name_other_modules() -> None:
     assert doc is not None and doc.specs()[3].deps == ["helper", "demo.other:Pool.grow", "Pool"]
 
 
+def test_checks_inline_marks_the_specs_annotations() -> None:
+    deps = "- deps: `GpuPool._validate_gpu_allocation`, `GpuPool._ranks_on`"
+    for value, inline in (("inline", True), ("call", False)):
+        doc, diagnostics = parse(edit(deps, f"{deps}\n- checks: {value}"))
+        assert diagnostics == []
+        assert doc is not None
+        spec = doc.specs()[3]
+        assert spec.annotations and all(a.inline is inline for a in spec.annotations)
+        others = [a for s in doc.specs() if s is not spec for a in s.annotations]
+        assert others and not any(a.inline for a in others)
+
+
+def test_checks_other_than_inline_or_call_is_dd045_at_the_value() -> None:
+    deps = "- deps: `GpuPool._validate_gpu_allocation`, `GpuPool._ranks_on`"
+    diagnostic = only(edit(deps, f"{deps}\n- checks: fast"))
+    assert (diagnostic.code, diagnostic.loc.line, diagnostic.loc.col) == ("DD045", 74, 11)
+    assert "`checks:` is `inline` or `call`, not `fast`" in diagnostic.message
+
+
 # --------------------------------------------------------------------------- annotations
 
 

@@ -54,8 +54,11 @@ def lib() -> PatternLibrary:
 LIB = PatternLibrary.load([])
 
 
-def ann(text: str, line: int = 7, path: str = "design/x.md") -> Annotation:
-    """`VAL: ID(args)` / `AST: ID(args)` (or bare `ID(args)`, kind from the prefix)."""
+def ann(
+    text: str, line: int = 7, path: str = "design/x.md", inline: bool = False
+) -> Annotation:
+    """`VAL: ID(args)` / `AST: ID(args)` (or bare `ID(args)`, kind from the prefix); `inline`:
+    its spec says `- checks: inline`."""
     kind, call = (text[:3], text[5:]) if text[:5] in ("VAL: ", "AST: ") else ("", text)
     pattern, _, args = call.partition("(")
     assert args.endswith(")")
@@ -64,6 +67,7 @@ def ann(text: str, line: int = 7, path: str = "design/x.md") -> Annotation:
         pattern=pattern,
         args=args[:-1],
         loc=Loc(path=path, line=line),
+        inline=inline,
     )
 
 
@@ -593,6 +597,60 @@ def test_rendering_is_deterministic_unindented_and_newline_terminated(lib: Patte
         check(4, 0, 2)
 
 
+@pytest.mark.parametrize(
+    ("text", "source"),
+    [
+        ("VAL: VAL_NOT_NONE(engine)", "if engine is None:\n    check.not_none(engine, at=_AT[7])\n"),
+        ("VAL: VAL_IN_SET(s.mode, MODES)", "if s.mode not in MODES:\n    check.in_set(s.mode, MODES, at=_AT[7])\n"),
+        ("VAL: VAL_FLOAT_RANGE(t, min=now)", "if not (type(t) in (float, int) and t >= now):\n    check.float_range(t, min=now, at=_AT[7])\n"),
+        ("VAL: VAL_FLOAT_RANGE(t)", "if not (type(t) in (float, int) and t == t):\n    check.float_range(t, at=_AT[7])\n"),
+        ("VAL: VAL_STATE_TRANSITION(self.state, to, T)", "if to not in T.get(self.state, ()):\n    check.transition(self.state, to, T, at=_AT[7])\n"),
+        ("AST: AST_INVARIANT(a is None or a < b)", "if not (a is None or a < b):\n    check.invariant(False, at=_AT[7])\n"),
+        ("AST: AST_PRECONDITION(pool.ok(rank))", "if not pool.ok(rank):\n    check.precondition(False, at=_AT[7])\n"),
+        # a call (evaluated twice), each item or a bound that is not simple: the plain call
+        ("VAL: VAL_INT_RANGE(n, min=1, max=len(xs))", "check.int_range(n, min=1, max=len(xs), at=_AT[7])\n"),
+        ("VAL: VAL_INT_RANGE(ns, min=0, each=True)", "check.int_range(ns, min=0, each=True, at=_AT[7])\n"),
+        ("VAL: VAL_NOT_NONE(table.get(key))", "check.not_none(table.get(key), at=_AT[7])\n"),
+        ("VAL: VAL_INT_RANGE(n, min=a or b)", "if not (type(n) is int and n >= (a or b)):\n    check.int_range(n, min=a or b, at=_AT[7])\n"),
+    ],
+)  # fmt: skip
+def test_a_guarded_check_calls_only_when_its_guard_fails(text: str, source: str) -> None:
+    """In a spec whose checks are inline, a passing check costs the guard's inline test, no
+    call; arguments with calls keep the call (a guard repeats its arguments). Elsewhere the
+    check is the plain call."""
+    assert render(ann(text, inline=True), LIB, "f")[0] == source
+    plain = render(ann(text), LIB, "f")[0]
+    assert "\n" not in plain.rstrip("\n") and plain.startswith("check.")
+
+
+def test_a_guard_stricter_than_its_check_leaves_the_decision_to_the_call() -> None:
+    class Count(int):
+        """An int subclass: the guard (`type(n) is int`) fails, the check accepts it."""
+
+    check = run_rendered(ann("VAL: VAL_INT_RANGE(n, min=0, max=9)", inline=True), "f", "n")
+    check(Count(3))  # passes through the call
+    for bad, exc in ((Count(10), ValueError), (True, ValueError), ("3", ValueError)):
+        with pytest.raises(exc, match="VAL_INT_RANGE failed in f"):
+            check(bad)
+    floats = run_rendered(ann("VAL: VAL_FLOAT_RANGE(t)", inline=True), "f", "t")
+    floats(2.5)
+    with pytest.raises(ValueError, match="VAL_FLOAT_RANGE failed in f"):
+        floats(float("nan"))  # nan != nan: the guard fails, the call rejects it
+
+
+def test_a_failed_guarded_ast_check_shows_the_callers_values() -> None:
+    annotation = ann("AST: AST_INVARIANT(a is None or a < b)", line=9, inline=True)
+    check = run_rendered(annotation, "Q.f", "a, b")
+    check(None, 1)
+    check(0, 1)
+    with pytest.raises(AssertionError) as info:
+        check(2, 1)
+    assert str(info.value) == (
+        "AST_INVARIANT violated in Q.f (design/x.md:9): expected a is None or a < b "
+        "(where a=2, b=1)"
+    )
+
+
 def test_int_range_without_bounds_is_a_type_check() -> None:
     check = run_rendered(ann("VAL: VAL_INT_RANGE(n)"), "f", "n")
     check(3)
@@ -927,6 +985,7 @@ def test_project_pattern_with_a_check_renders_a_call_that_fails_exactly(tmp_path
         ("def even(", "Site = 1\n    def even(", "10:1: error[DD090]: check.code redefines Site"),
         ('shows: "[value]"', 'shows: "[value"', "9:1: error[DD090]: check.shows: Jinja2 syntax error: unexpected '}', expected ']'"),
         ("  function: even\n", "  function: even\n  colour: red\n", "9:1: error[DD090]: check.colour: Extra inputs are not permitted"),
+        ('shows: "[value]"', 'shows: "[value]"\n  guard: "{% if %}"', "10:1: error[DD090]: check.guard: Jinja2 syntax error: Expected an expression, got 'end of statement block'"),
     ],
 )  # fmt: skip
 def test_malformed_check_is_dd090(
@@ -936,6 +995,34 @@ def test_malformed_check_is_dd090(
     assert old in CHECKED
     write(tmp_path / "pats", "VAL_EVEN.yaml", CHECKED.replace(old, new, 1))
     assert load_errors(Path("pats"))[0] == f"pats/VAL_EVEN.yaml:{error}"
+
+
+def test_a_guard_that_is_not_an_expression_is_dd091(tmp_path: Path) -> None:
+    write(
+        tmp_path / "pats",
+        "VAL_EVEN.yaml",
+        CHECKED.replace('shows: "[value]"', 'shows: "[value]"\n  guard: "{{ value.src }} %"'),
+    )
+    lib = PatternLibrary.load([tmp_path / "pats"])
+    with pytest.raises(DDError) as info:
+        render(ann("VAL: VAL_EVEN(n)", inline=True), lib, "f")
+    assert info.value.diagnostics[0].code == "DD091"
+    assert "guard is not an expression" in info.value.diagnostics[0].message
+
+
+def test_a_project_pattern_guard_writes_the_call_under_it(tmp_path: Path) -> None:
+    guarded = CHECKED.replace(
+        'shows: "[value]"', 'shows: "[value]"\n  guard: "{{ value }} % 2 == 0"'
+    )
+    write(tmp_path / "pats", "VAL_EVEN.yaml", guarded)
+    lib = PatternLibrary.load([tmp_path / "pats"])
+    source, site = render(ann("VAL: VAL_EVEN(n + 1)", line=4, inline=True), lib, "f")
+    assert source == "if not ((n + 1) % 2 == 0):\n    check.even(n + 1, at=_AT[4])\n"
+    namespace = check_namespace(lib, [site], "design/x.md")
+    exec(compile("def example(n):\n" + textwrap.indent(source, "    "), "<t>", "exec"), namespace)  # noqa: S102
+    namespace["example"](1)
+    with pytest.raises(ValueError, match="expected n \\+ 1 to be even"):
+        namespace["example"](2)
 
 
 def test_two_patterns_defining_one_check_name_is_dd090(

@@ -1,5 +1,5 @@
 """Section 5: module specs (DD020-DD023) and their class, method and function specs (DD022,
-DD030, DD036, DD040, DD041, DD044), with the code checks of `generator.parser.code`."""
+DD030, DD036, DD040, DD041, DD044, DD045), with the code checks of `generator.parser.code`."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ _DEF_SPEC_RE = re.compile(rf"^{_NUMBER}\s+`(?P<name>{_IDENT}(?:\.{_IDENT})?)`\s*
 SPEC_NAME_RE = re.compile(rf"^(?:{_IDENT}(?:\.{_IDENT})*:)?{_IDENT}(?:\.{_IDENT})?$")
 
 _MODULE_KEYS = ("path",)
-_SPEC_KEYS = ("deps", "raises", "returns", "complexity")
+_SPEC_KEYS = ("deps", "raises", "returns", "complexity", "checks")
 
 
 @dataclass
@@ -170,7 +170,22 @@ def _spec(r: Report, heading: Heading, body: list[Block], current: _Module) -> S
         message = f"spec `{name}` has more than one ```python code block"
         r.error("DD030", extra.line, message, extra.indent + 1)
     spec.code, spec.annotations = code.check_spec(r, fences[0], kind, name)
+    if _inline_checks(r, spec_fields):
+        spec.annotations = [a.model_copy(update={"inline": True}) for a in spec.annotations]
     return spec
+
+
+def _inline_checks(r: Report, spec_fields: list[Field_]) -> bool:
+    """True when the spec's `checks:` field says `inline`; DD045 unless it says `inline` or
+    `call` (the default: each check is one call of the check module)."""
+    field = next((f for f in spec_fields if f.key == "checks"), None)
+    if field is None:
+        return False
+    value = field.value.strip()
+    if value not in ("inline", "call"):
+        message = f"`checks:` is `inline` or `call`, not `{value}`"
+        r.error("DD045", field.loc.line, message, field.loc.col)
+    return value == "inline"
 
 
 def _spec_heading(text: str) -> tuple[SpecKind, str, str] | None:

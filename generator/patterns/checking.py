@@ -161,6 +161,42 @@ class Arg:
     def is_none(self) -> bool:
         return self.src.strip() == "None"
 
+    @property
+    def compared(self) -> str:
+        """The source as an operand of a comparison: parenthesised only when it binds looser
+        than one (a boolean, a conditional or a comparison itself)."""
+        try:
+            node = ast.parse(self.src.strip(), mode="eval").body
+        except SyntaxError:
+            return str(self)
+        loose = isinstance(node, (ast.BoolOp, ast.IfExp, ast.Compare, ast.Lambda, ast.NamedExpr))
+        if loose or (isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.Not)):
+            return f"({self.src.strip()})"
+        return self.src.strip()
+
+    @cached_property
+    def is_simple(self) -> bool:
+        """True when evaluating the source again costs little and changes nothing: names,
+        attributes, constants, subscripts and operators, no call (a guard may repeat it)."""
+        try:
+            tree = ast.parse(self.src.strip(), mode="eval")
+        except SyntaxError:
+            return False
+        return not any(isinstance(node, _NOT_SIMPLE) for node in ast.walk(tree))
+
+
+_NOT_SIMPLE = (
+    ast.Call,
+    ast.Lambda,
+    ast.NamedExpr,
+    ast.Await,
+    ast.Yield,
+    ast.YieldFrom,
+    ast.ListComp,
+    ast.SetComp,
+    ast.DictComp,
+    ast.GeneratorExp,
+)
 
 # Expressions that are operands of any operator without parentheses (libcst's atoms, as
 # Python's tree names them); a constant is one unless it is implicitly concatenated strings.

@@ -193,15 +193,19 @@ class _Compiled:
     template_src: str
     args_src: str = ""
     shows_src: str = "[]"
-    _cache: tuple[jinja2.Template, jinja2.Template, jinja2.Template, Any] | None = None
+    guard_src: str = ""
+    guarded_args_src: str = ""
+    _cache: tuple[Any, ...] | None = None
 
-    def _compile(self) -> tuple[jinja2.Template, jinja2.Template, jinja2.Template, Any]:
+    def _compile(self) -> tuple[Any, ...]:
         if self._cache is None:
             self._cache = (
                 self.env.from_string(self.message_src),
                 self.env.from_string(self.template_src),
                 self.env.from_string(self.args_src),
                 self.env.compile_expression(self.shows_src, undefined_to_none=False),
+                self.env.from_string(self.guard_src),
+                self.env.from_string(self.guarded_args_src),
             )
         return self._cache
 
@@ -220,6 +224,14 @@ class _Compiled:
     @property
     def shows(self) -> Any:
         return self._compile()[3]
+
+    @property
+    def guard(self) -> jinja2.Template:
+        return self._compile()[4]
+
+    @property
+    def guarded_args(self) -> jinja2.Template:
+        return self._compile()[5]
 
 
 def _read_pattern(path: Path, env: jinja2.Environment) -> tuple[Pattern, _Compiled, int]:
@@ -252,6 +264,8 @@ def _read_pattern(path: Path, env: jinja2.Environment) -> tuple[Pattern, _Compil
     if pattern.check is not None:
         _check_check(pattern, node, shown, env)
         compiled.args_src, compiled.shows_src = pattern.check.args, pattern.check.shows
+        compiled.guard_src = pattern.check.guard
+        compiled.guarded_args_src = pattern.check.guarded_args
     return _with_exc_param(pattern), compiled, id_line
 
 
@@ -261,7 +275,13 @@ def _check_check(pattern: Pattern, node: yaml.MappingNode, shown: str, env: Any)
     check = pattern.check
     assert check is not None
     problems: list[tuple[tuple[str, ...], str]] = []
-    for key, source in (("args", check.args), ("shows", "{{ " + check.shows + " }}")):
+    templates = {
+        "args": check.args,
+        "shows": "{{ " + check.shows + " }}",
+        "guard": check.guard,
+        "guarded_args": check.guarded_args,
+    }
+    for key, source in templates.items():
         try:
             env.parse(source)
         except jinja2.TemplateSyntaxError as exc:

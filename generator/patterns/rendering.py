@@ -238,6 +238,13 @@ def render(ann: Annotation, lib: PatternLibrary, symbol: str) -> tuple[str, Site
                 given = f"({given})"
             call_args = f"{given}, {at}" if given else at
             body = f"{CHECK_ALIAS}.{pattern.check.function}({call_args})\n"
+            guard = " ".join(compiled.guard.render(context).split()) if ann.inline else ""
+            if guard:
+                if pattern.check.guarded_args:
+                    given = " ".join(compiled.guarded_args.render(context).split())
+                    call_args = f"{given}, {at}" if given else at
+                call = f"{CHECK_ALIAS}.{pattern.check.function}({call_args})"
+                body = f"if {negation(_expression_src(guard))}:\n    {call}\n"
     except (jinja2.TemplateError, TypeError, ValueError, SyntaxError) as exc:
         raise _render_error(ann, f"template failed: {exc}") from exc
     source = _finish(body)
@@ -250,6 +257,15 @@ def render(ann: Annotation, lib: PatternLibrary, symbol: str) -> tuple[str, Site
     if not source:
         raise _render_error(ann, "template rendered no statements")
     return source, site
+
+
+def _expression_src(src: str) -> str:
+    """`src` when it is one Python expression; raises ValueError (DD091) otherwise."""
+    try:
+        ast.parse(src, mode="eval")
+    except SyntaxError as exc:
+        raise ValueError(f"guard is not an expression ({exc.msg}): {src}") from exc
+    return src
 
 
 def _is_bare_generator(args: str) -> bool:

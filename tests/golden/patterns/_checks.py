@@ -1,10 +1,10 @@
 # Golden check module of the built-in patterns, checked by tests/test_patterns.py.
 """The checks the generated modules of this package call, one function per pattern.
 
-A check costs one call when it passes. When it fails it raises with a message built only
-then: the pattern, the spec and the document line of the annotation, what was expected and the
-value of each name involved, shown by `reprlib.repr` (a table of 100,000 entries shows its
-first few).
+A check costs one call when it passes (none where its pattern's guard, tested inline by the
+caller, holds). When it fails it raises with a message built only then: the pattern, the spec
+and the document line of the annotation, what was expected and the value of each name
+involved, shown by `reprlib.repr` (a table of 100,000 entries shows its first few).
 """
 
 from __future__ import annotations
