@@ -4,7 +4,8 @@ CPU time on this shared 2-core machine varies by 30% between identical runs (ben
 "A simulated event's cost"), so the speed bars of issue 15 are also measured as instructions:
 the run is executed twice under callgrind, to event N1 and to event N2, and the difference of the
 two totals over N2 - N1 is the cost of those events alone (start-up, imports and config loading
-cancel out).
+cancel out). The children run with PYTHONHASHSEED=0, so the orders of string-keyed sets repeat
+from run to run (b97a5c2's core: 56,360 and 56,361 instructions an event, random and fixed seed).
 
     python benchmarks/instructions.py sim ROOT [N1 N2]    # rlsched sim, paper_160gpu.yaml, timeshare
     python benchmarks/instructions.py core ROOT [N1 N2]   # Scheduler.handle on core_bench's step
@@ -131,6 +132,7 @@ def instructions(args: list[str]) -> int:
             capture_output=True,
             text=True,
             check=True,
+            env={**os.environ, "PYTHONHASHSEED": "0"},  # the same set orders in every run
         )
     found = re.search(r"Collected : (\d+)", done.stderr)
     if found is None:
