@@ -46,21 +46,10 @@ def _import_root(root: str) -> None:
 
 def run_sim(root: str, n: int) -> None:
     """Simulate the paper config's timeshare policy until `n` events were fed to the core."""
-    _import_root(root)
-    from rlsched.sim.params import load_sim_config
-    from rlsched.sim.shell import Simulation
-    from rlsched.sim.workload import Workload
+    sys.path.insert(0, str(HERE))
+    from sim_event_cost import simulation as build
 
-    sim = load_sim_config(Path(root) / "examples" / "paper_160gpu.yaml")
-    spec = sim.policies["timeshare"]
-    cfg = sim.policy_config("timeshare")
-    work = Workload(sim.workload, sim.seed, cfg.scheduler.group_size, cfg.scheduler.max_tokens)
-    options = {
-        key: getattr(spec, key)
-        for key in ("kv_pool", "kv_host", "kv_migration")
-        if hasattr(spec, key)
-    }
-    simulation = Simulation(cfg, sim.cost, work, keep_spans=False, **options)
+    simulation = build(root, "timeshare")
     seen = 0
 
     def observe(_event: object, _commands: object) -> None:

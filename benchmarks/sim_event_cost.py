@@ -12,10 +12,11 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 
-def main() -> None:
-    root, policy, steps = sys.argv[1], sys.argv[2], int(sys.argv[3])
+def simulation(root: str, policy: str) -> Any:
+    """A `Simulation` of `policy` of ROOT's examples/paper_160gpu.yaml, ROOT's own code, no spans."""
     sys.path.insert(0, root)
     import rlsched
     from rlsched.sim.params import load_sim_config
@@ -34,9 +35,14 @@ def main() -> None:
         for key in ("kv_pool", "kv_host", "kv_migration")
         if hasattr(spec, key)
     }
-    simulation = Simulation(cfg, sim.cost, work, keep_spans=False, **options)
+    return Simulation(cfg, sim.cost, work, keep_spans=False, **options)
+
+
+def main() -> None:
+    root, policy, steps = sys.argv[1], sys.argv[2], int(sys.argv[3])
+    sim = simulation(root, policy)
     start = time.process_time()
-    result = simulation.run(steps)
+    result = sim.run(steps)
     cpu = time.process_time() - start
     print(
         f"{root} {policy}: {result.events} events, {cpu:.2f} s CPU, "
