@@ -30,26 +30,18 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+
+from sim_event_cost import import_tree, simulation  # noqa: E402
 
 
 class Enough(Exception):
     """Raised by the observer at the N-th event."""
 
 
-def _import_root(root: str) -> None:
-    sys.path.insert(0, root)
-    import rlsched
-
-    if not rlsched.__file__.startswith(str(Path(root).resolve())):
-        raise SystemExit(f"rlsched imported from {rlsched.__file__}, not from {root}")
-
-
 def run_sim(root: str, n: int) -> None:
     """Simulate the paper config's timeshare policy until `n` events were fed to the core."""
-    sys.path.insert(0, str(HERE))
-    from sim_event_cost import simulation as build
-
-    simulation = build(root, "timeshare")
+    sim = simulation(root, "timeshare")
     seen = 0
 
     def observe(_event: object, _commands: object) -> None:
@@ -58,9 +50,9 @@ def run_sim(root: str, n: int) -> None:
         if seen >= n:
             raise Enough
 
-    simulation.observer = observe
+    sim.observer = observe
     try:
-        simulation.run(1000)
+        sim.run(1000)
     except Enough:
         return
     raise SystemExit(f"the run ended after {seen} events, before {n}")
@@ -68,8 +60,7 @@ def run_sim(root: str, n: int) -> None:
 
 def record_core(root: str, path: str) -> int:
     """Run core_bench's step against ROOT's core and pickle every event it handled."""
-    _import_root(root)
-    sys.path.insert(0, str(HERE))
+    import_tree(root)
     import core_bench
 
     from rlsched.core.machine import Scheduler
@@ -90,8 +81,7 @@ def record_core(root: str, path: str) -> int:
 
 def replay_core(root: str, path: str, n: int) -> None:
     """Feed the first `n` recorded events to a fresh Scheduler of ROOT."""
-    _import_root(root)
-    sys.path.insert(0, str(HERE))
+    import_tree(root)
     import core_bench
 
     from rlsched.config import RlschedConfig
@@ -130,9 +120,11 @@ def instructions(args: list[str]) -> int:
 
 
 def main() -> None:
-    if len(sys.argv) > 1 and sys.argv[1].startswith("_"):  # a child under callgrind
+    if len(sys.argv) > 1 and sys.argv[1].startswith("_"):  # a child of the measurement
         kind, root, *rest = sys.argv[1:]
-        if kind == "_sim":
+        if kind == "_record":
+            print(record_core(root, rest[0]), "events recorded")
+        elif kind == "_sim":
             run_sim(root, int(rest[0]))
         else:
             replay_core(root, rest[0], int(rest[1]))
@@ -156,7 +148,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) == 4 and sys.argv[1] == "_record":
-        print(record_core(sys.argv[2], sys.argv[3]), "events recorded")
-    else:
-        main()
+    main()

@@ -15,16 +15,22 @@ from pathlib import Path
 from typing import Any
 
 
-def simulation(root: str, policy: str) -> Any:
-    """A `Simulation` of `policy` of ROOT's examples/paper_160gpu.yaml, ROOT's own code, no spans."""
+def import_tree(root: str) -> None:
+    """Import rlsched from ROOT (SystemExit when another copy comes first)."""
     sys.path.insert(0, root)
     import rlsched
+
+    if not rlsched.__file__.startswith(str(Path(root).resolve())):
+        raise SystemExit(f"rlsched imported from {rlsched.__file__}, not from {root}")
+
+
+def simulation(root: str, policy: str) -> Any:
+    """A `Simulation` of `policy` of ROOT's examples/paper_160gpu.yaml, ROOT's own code, no spans."""
+    import_tree(root)
     from rlsched.sim.params import load_sim_config
     from rlsched.sim.shell import Simulation
     from rlsched.sim.workload import Workload
 
-    if not rlsched.__file__.startswith(str(Path(root).resolve())):
-        raise SystemExit(f"rlsched imported from {rlsched.__file__}, not from {root}")
     sim = load_sim_config(Path(root) / "examples" / "paper_160gpu.yaml")
     spec = sim.policies[policy]
     cfg = sim.policy_config(policy)
