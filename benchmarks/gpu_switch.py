@@ -3,12 +3,14 @@
 For each engine (`vllm`, `kv`): build it on the model, then `--repeats` times: offload (vLLM
 `sleep(1)`: weights to host, KV cache dropped), reload (`wake_up`), and a weight sync
 (`load_weights` of the full state, as a training step's export arrives). Each figure is the
-median in milliseconds with the bytes moved; one JSON line per engine.
+median in milliseconds with the bytes moved; one JSON line per engine. Without vLLM installed
+its line says so and the KV engine is still measured.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import statistics
 import time
@@ -60,12 +62,20 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
     parser.add_argument("--model", help="a local checkpoint directory (default: a small model)")
+    parser.add_argument("--json", help="also append each line to this file")
     args = parser.parse_args()
     if not torch.cuda.is_available():
         raise SystemExit("gpu_switch: no CUDA GPU visible to torch here; nothing measured")
     spec = ModelSpec(path=args.model) if args.model else SMALL
     for kind in ("vllm", "kv"):
-        print(json.dumps(measure(kind, spec, args.repeats)), flush=True)
+        if kind == "vllm" and importlib.util.find_spec("vllm") is None:
+            line = {"engine": kind, "skipped": "vLLM is not installed"}
+        else:
+            line = measure(kind, spec, args.repeats)
+        print(json.dumps(line), flush=True)
+        if args.json:
+            with open(args.json, "a") as out:
+                out.write(json.dumps(line) + "\n")
 
 
 if __name__ == "__main__":

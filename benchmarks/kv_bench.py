@@ -11,6 +11,11 @@ the engines alternate (`--repeats` pairs) so a busy machine slows both alike.
     python benchmarks/kv_bench.py --run examples/run/recall.yaml --steps 60
                                                        # whole `rlsched run`s, kv vs transformers
                                                        # (recall.yaml is the bundled run)
+    python benchmarks/kv_bench.py --hidden 1024 --layers 12   # a larger model of the same shape
+                                                       # (on a GPU: benchmarks/gpu_check.sh)
+
+Both engines run on CUDA when torch sees a GPU, else on the CPU with one thread; each row
+names the device.
 
 Engine alone, the model is untrained: on Recall (`--env recall --turn-tokens 6 --max-turns 16`)
 its episodes end at the first wrong window, one turn each, so only whole runs, where the policy
@@ -42,13 +47,39 @@ KWARGS = {
 }
 
 
-def play(kind: str, env_name: str, episodes: int, turn_tokens: int, max_turns: int, seed: int):
+def sized(hidden: int, layers: int) -> ModelSpec:
+    """The bundled model's shape at another width and depth (heads of 64, 4 query heads per KV
+    head, a 4x MLP, as in qwen2 models); the bundled model itself at its own size."""
+    if (hidden, layers) == (BUNDLED.hidden_size, BUNDLED.layers):
+        return BUNDLED
+    heads = max(1, hidden // 64)
+    return BUNDLED.model_copy(
+        update={
+            "hidden_size": hidden,
+            "layers": layers,
+            "heads": heads,
+            "kv_heads": max(1, heads // 4),
+            "intermediate_size": 4 * hidden,
+            "init_std": 0.02,
+        }
+    )
+
+
+def play(
+    kind: str,
+    spec: ModelSpec,
+    env_name: str,
+    episodes: int,
+    turn_tokens: int,
+    max_turns: int,
+    seed: int,
+):
     """Play `episodes` episodes (groups of 8 share a reset seed) through engine `kind`."""
     torch.set_num_threads(1)
     words = resolve_env(env_name).words
-    tokenizer = load_tokenizer(BUNDLED, words)
+    tokenizer = load_tokenizer(spec, words)
     allowed = action_token_ids(tokenizer, resolve_env(env_name).actions)
-    engine = make_engine(kind, BUNDLED, tokenizer.get_vocab_size(), 64, seed)
+    engine = make_engine(kind, spec, tokenizer.get_vocab_size(), 64, seed)
     sampling = Sampling(1.0, allowed)
     envs, contexts, turns = {}, {}, {}
     started = time.perf_counter()
@@ -72,6 +103,8 @@ def play(kind: str, env_name: str, episodes: int, turn_tokens: int, max_turns: i
     wall = time.perf_counter() - started
     return {
         "engine": kind,
+        "device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu",
+        "params_m": sum(p.numel() for p in engine.model.parameters()) / 1e6,
         "generated": generated,
         "tokens_computed": engine.tokens_computed,
         "computed_per_generated": engine.tokens_computed / generated,
@@ -83,9 +116,12 @@ def play(kind: str, env_name: str, episodes: int, turn_tokens: int, max_turns: i
 
 def engine_alone(args: argparse.Namespace) -> None:
     results: dict[str, list[dict]] = {"transformers": [], "kv": []}
+    spec = sized(args.hidden, args.layers)
     for repeat in range(args.repeats):
         for kind in ("transformers", "kv"):
-            row = play(kind, args.env, args.episodes, args.turn_tokens, args.max_turns, repeat)
+            row = play(
+                kind, spec, args.env, args.episodes, args.turn_tokens, args.max_turns, repeat
+            )
             results[kind].append(row)
             print(
                 json.dumps({k: round(v, 3) if isinstance(v, float) else v for k, v in row.items()})
@@ -100,7 +136,8 @@ def engine_alone(args: argparse.Namespace) -> None:
         for k, rows in results.items()
     }
     print(
-        f"{args.env}, {args.turn_tokens}-token turns, {args.episodes} episodes x {args.repeats}: "
+        f"{args.env}, {args.turn_tokens}-token turns, {args.episodes} episodes x {args.repeats}, "
+        f"{results['kv'][0]['params_m']:.1f}M parameters on {results['kv'][0]['device']}: "
         f"tokens/s recompute {med['transformers']:.0f}, kv {med['kv']:.0f} "
         f"(paired ratios {', '.join(f'{r:.2f}x' for r in ratios)}); tokens computed per generated "
         f"token recompute {per_gen['transformers']:.2f}, kv {per_gen['kv']:.2f}"
@@ -176,6 +213,8 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--run", help="a run config: compare whole `rlsched run`s instead")
     parser.add_argument("--steps", type=int, default=20)
+    parser.add_argument("--hidden", type=int, default=BUNDLED.hidden_size, help="engine alone")
+    parser.add_argument("--layers", type=int, default=BUNDLED.layers, help="engine alone")
     args = parser.parse_args()
     whole_runs(args) if args.run else engine_alone(args)
 
