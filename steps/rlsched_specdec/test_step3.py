@@ -5,6 +5,7 @@ import torch
 from specdec_model import random_model
 from transformers import DynamicCache
 
+from rlsched.model import cache_keyword
 from rlsched.specdec.decoder import Decoding, SpecStats, SpeculativeDecoder, rollback_cache
 from rlsched.specdec.drafter import GroupDrafter
 
@@ -30,10 +31,11 @@ def test_rollback_cuts_the_cache_to_what_a_fresh_prefill_would_hold() -> None:
     model = random_model("gpt2", seed=1)
     tokens = torch.tensor([[3, 4, 5, 6, 7, 8, 9, 10, 11]])
     cache = DynamicCache()
-    model(input_ids=tokens, past_key_values=cache, use_cache=True)
+    keyword = cache_keyword(model)
+    model(input_ids=tokens, use_cache=True, **{keyword: cache})
     rollback_cache(cache, 5)
     assert cache.get_seq_length() == 5
-    after = model(input_ids=torch.tensor([[40]]), past_key_values=cache, use_cache=True).logits
+    after = model(input_ids=torch.tensor([[40]]), use_cache=True, **{keyword: cache}).logits
     fresh = model(input_ids=torch.tensor([[3, 4, 5, 6, 7, 40]])).logits
     assert torch.allclose(after[0, -1], fresh[0, -1], atol=1e-5)
     rollback_cache(cache, 6)  # nothing to cut

@@ -4,6 +4,7 @@ The reference for greedy output is `transformers`' own `generate` (no cache shar
 """
 
 import random
+import warnings
 
 import pytest
 import torch
@@ -158,3 +159,14 @@ def test_engine_settings_mask_stops_logprobs_and_a_rebuilt_cache(trained: torch.
         decoder.step(state)
     assert state.tokens[len(prompt) :] == straight
     assert state.logprobs == [0.0] * 24  # greedy: each token has probability 1
+
+
+@pytest.mark.parametrize("family", ["llama", "gpt2"])
+def test_rounds_pass_the_cache_under_the_keyword_the_model_takes(family: str) -> None:
+    """No deprecation warning from the model (transformers 5.x deprecates `past_key_values`
+    where `cache` replaced it): the prefill and every round use the name its forward takes."""
+    model = random_model(family, 0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        result = SpeculativeDecoder(model, GroupDrafter()).generate(prompt_of(0), 6)
+    assert len(result.tokens) == 6 and result.stats.rounds >= 1
