@@ -48,7 +48,13 @@ def test_two_devices_train_one_step_and_an_engine_serves_it_after_reload() -> No
     a.reload()
     assert a.stats()["version"] == 1.0
     out = a.generate(1, [3, 4], 2, Sampling())
-    assert out.version == 1 and a.stats()["forward_passes"] >= 2
+    stats = a.stats()
+    assert out.version == 1 and stats["forward_passes"] >= 2
+    # the KV engine's counters: the prompt and the pending token fed, nothing padded or reused
+    assert stats["tokens_computed"] == stats["tokens_padded"] == 3
+    assert stats["tokens_reused"] == 0
+    a.generate(2, [3, 4, *out.token_ids, 5], 1, Sampling())  # the next turn finds its prefix
+    assert a.stats()["tokens_reused"] == 3
     for w in (a, b, c):
         w.stop()
 
