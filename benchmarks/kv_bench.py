@@ -190,6 +190,11 @@ def whole_runs(args: argparse.Namespace) -> None:
                 "floor_per_generated": round(fed / made, 3),
                 "rollout_tokens_per_s": round(driver.gen_tokens / step_s, 1),
                 "forward_s": round(engines["forward_s"], 2),
+                "forward_passes": int(engines["forward_passes"]),
+                "padded_per_computed": round(
+                    engines.get("tokens_padded", 0.0) / max(engines["tokens_computed"], 1.0), 2
+                ),
+                "train_s": round(sum(r["train_s"] or 0.0 for r in rows), 2),
                 "mean_reward": round(statistics.mean(r["mean_reward"] for r in rows), 3),
             }
             summaries[kind].append(row)
