@@ -36,6 +36,8 @@ def test_split_rows_takes_the_widest_apart_only_when_it_pads_less() -> None:
     # the cut is where the total is least: [1, 2, 50, 60] -> 2 x 2 + 2 x 60 = 124, not
     # 1 x 1 + 3 x 60 = 181 nor 3 x 50 + 60 = 210
     assert split_rows([60, 1, 50, 2], 0) == [0, 2]
+    assert split_rows([1, 50, 50], 0) == [1, 2]  # the narrowest alone: 1 + 2 x 50 < 3 x 50
+    assert split_rows([200, 1], 0) == [0] and split_rows([200, 1], 199) == []  # two rows
 
 
 def drain(engine: KvEngine) -> dict[int, GenOutput]:
