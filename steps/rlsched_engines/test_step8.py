@@ -13,7 +13,7 @@ import torch
 from specdec_model import VOCAB, phrase_model, phrases
 
 from rlsched.engines.base import Engine, GenOutput, Sampling, SpecSettings
-from rlsched.engines.factory import make_engine
+from rlsched.engines.factory import GPU_SPLIT_TOKENS, make_engine
 from rlsched.engines.hf import TransformersEngine
 from rlsched.engines.kv import KvEngine
 from rlsched.model import ModelSpec
@@ -171,6 +171,8 @@ def test_factory_builds_the_kv_engine() -> None:
     spec = ModelSpec(hidden_size=32, heads=2, kv_heads=1, intermediate_size=32)
     engine = make_engine("kv", spec, 20, max_batch=4, seed=0)
     assert isinstance(engine, KvEngine) and engine.settings.drafter == "none"
+    # a pass's fixed cost in positions, as measured on each kind of device
+    assert engine.split_tokens == (GPU_SPLIT_TOKENS if torch.cuda.is_available() else 128)
     drafting = make_engine("kv", spec, 20, 4, 0, SpecSettings(drafter="request"))
     assert isinstance(drafting, KvEngine) and drafting.settings.drafter == "request"
     assert type(make_engine("transformers", spec, 20, 4, 0)) is TransformersEngine
