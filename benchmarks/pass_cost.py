@@ -18,12 +18,12 @@ import statistics
 import time
 
 import torch
+from kv_bench import BUNDLED, sized
 
 from rlsched.engines.base import Sampling
 from rlsched.engines.factory import make_engine
 from rlsched.model import ModelSpec
 
-BUNDLED = ModelSpec(arch="qwen2", hidden_size=64, layers=2, init_std=0.3, seed=0)
 VOCAB = 40
 SAMPLING = Sampling(1.0, tuple(range(3, VOCAB)))
 
@@ -53,19 +53,7 @@ def main() -> None:
     parser.add_argument("--steps", type=int, default=20)
     args = parser.parse_args()
     torch.set_num_threads(1)
-    spec = BUNDLED
-    if (args.hidden, args.layers) != (BUNDLED.hidden_size, BUNDLED.layers):
-        heads = max(1, args.hidden // 64)
-        spec = BUNDLED.model_copy(
-            update={
-                "hidden_size": args.hidden,
-                "layers": args.layers,
-                "heads": heads,
-                "kv_heads": max(1, heads // 4),
-                "intermediate_size": 4 * args.hidden,
-                "init_std": 0.02,
-            }
-        )
+    spec = sized(args.hidden, args.layers)
     fixed = step_ms("kv", spec, 1, 20, args.steps)
     short, long = 20, 60
     narrow = step_ms("transformers", spec, 64, short, args.steps)
