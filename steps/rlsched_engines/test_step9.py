@@ -12,7 +12,8 @@ import torch
 from specdec_model import VOCAB, phrase_model, phrases
 
 from rlsched.engines.base import GenOutput, Sampling, SpecSettings
-from rlsched.engines.kv import KvEngine, split_rows
+from rlsched.engines.kv import KvEngine
+from rlsched.engines.passes import split_rows
 
 GREEDY = Sampling(temperature=0.0, allowed_token_ids=tuple(range(2, VOCAB)), stop_token_ids=(7,))
 
