@@ -124,6 +124,16 @@ def test_the_engine_step_model_needs_all_its_terms_and_no_memory_model() -> None
     for name in ("step_row_s", "step_context_s", "step_join_s", "request_in_s", "env_call_s"):
         data["cost"][name] = s
     assert load_sim_config(data).cost.request_in_s.value == 0.01
+    # a step in passes: the engine's split_tokens, a whole number of positions
+    data["cost"]["step_split_tokens"] = {"value": 0.5, "source": "a test"}
+    data["cost"]["step_pass_s"] = s
+    with pytest.raises(ConfigError) as info:
+        load_sim_config(data)
+    assert info.value.problems == [
+        "cost.step_split_tokens: a whole number of positions >= 1, not 0.5"
+    ]
+    data["cost"]["step_split_tokens"] = {"value": 128, "source": "a test"}
+    assert load_sim_config(data).cost.step_split_tokens.value == 128
     paper = yaml.safe_load((ROOT / "examples" / "paper_160gpu.yaml").read_text())
     paper["cost"] |= {name: s for name in ("step_fixed_s", "step_row_s", "step_token_s")}
     paper["cost"] |= {name: s for name in ("step_context_s", "step_join_s")}
@@ -131,8 +141,13 @@ def test_the_engine_step_model_needs_all_its_terms_and_no_memory_model() -> None
         load_sim_config(paper)
     bare = yaml.safe_load(FOUR.read_text())
     bare["cost"]["request_out_s"] = s
-    with pytest.raises(ConfigError, match=r"step_alone_factor: need the engine-step model"):
+    with pytest.raises(ConfigError, match=r"step_pass_s: need the engine-step model"):
         load_sim_config(bare)
+    for name in ("step_split_tokens", "step_pass_s"):  # each alone needs the step model too
+        alone = yaml.safe_load(FOUR.read_text())
+        alone["cost"][name] = {"value": 2, "source": "a test"}
+        with pytest.raises(ConfigError, match=r"step_pass_s: need the engine-step model"):
+            load_sim_config(alone)
     bare["cost"] = {k: v for k, v in bare["cost"].items() if k != "request_out_s"}
     bare["cost"]["env_call_s"] = s  # an environment call's round trip needs no step model
     assert load_sim_config(bare).cost.env_call_s.value == 0.01

@@ -32,6 +32,22 @@ def test_simulation_builds_one_rank_model_per_rank() -> None:
     )
 
 
+def test_step_ranks_run_a_step_in_passes_when_the_cost_model_says_so() -> None:
+    four = load_sim_config(ROOT / "examples" / "four_gpu.yaml")
+    s = {"value": 0.001, "source": "a test"}
+    names = ("step_fixed_s", "step_row_s", "step_token_s", "step_context_s", "step_join_s")
+    data = four.model_dump(mode="json", exclude_none=True)
+    data["cost"] |= {name: s for name in names}
+    cfg = four.policy_config("timeshare")
+    work = Workload(four.workload, 0, 4, 16384)
+    one = Simulation(cfg, load_sim_config(data).cost, work)
+    assert {(r.split_tokens, r.pass_s) for r in one.ranks} == {(None, 0.0)}  # one pass a step
+    data["cost"] |= {"step_split_tokens": {"value": 64, "source": "a test"}, "step_pass_s": s}
+    two = Simulation(cfg, load_sim_config(data).cost, work)
+    assert {(r.split_tokens, r.pass_s) for r in two.ranks} == {(64, 0.001)}
+    assert isinstance(two.ranks[0].split_tokens, int)
+
+
 def test_sim_time_is_the_last_step() -> None:
     result = SimResult("x", 4, 1, (2, 3), 2)
     assert result.sim_time == 0.0

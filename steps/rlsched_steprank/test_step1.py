@@ -1,6 +1,9 @@
 """Step 1 of design/rlsched_steprank.md: one batched step, by hand: who joins, what each row is
 fed, what the step costs and what is kept."""
 
+import subprocess
+import sys
+
 import pytest
 
 from rlsched.sim.steprank import StepRank
@@ -10,13 +13,20 @@ from rlsched.sim.steprank import StepRank
 TERMS = (0.01, 0.001, 1e-4, 1e-5, 0.002)
 
 
-def test_the_step_cost_has_five_terms() -> None:
+def test_the_step_cost_has_five_terms_and_one_for_a_second_pass() -> None:
     rank = StepRank(TERMS, max_batch=4, in_s=0.0, out_s=0.0, retain=2)
-    # 3 rows padded to 4 tokens, widest context 10, one joining
-    assert rank.step_seconds(3, 4, 10, 1) == pytest.approx(
+    # 3 rows padded to 4 tokens (12 positions), widest context 10, one joining
+    assert rank.step_seconds(3, 12, 10, 1) == pytest.approx(
         0.01 + 0.003 + 1e-4 * 12 + 1e-5 * 30 + 0.002
     )
     assert rank.step_seconds(0, 0, 0, 0) == 0.01
+    assert rank.step_seconds(3, 12, 10, 1, passes=2) == rank.step_seconds(3, 12, 10, 1)
+    split = StepRank(TERMS, 4, 0.0, 0.0, 2, split_tokens=8, pass_s=0.004)
+    assert split.step_seconds(3, 12, 10, 1, 2) == pytest.approx(
+        rank.step_seconds(3, 12, 10, 1) + 0.004
+    )
+    with pytest.raises(ValueError, match="VAL_NON_NEGATIVE"):
+        StepRank(TERMS, 4, 0.0, 0.0, 2, split_tokens=8, pass_s=-0.001)
     assert rank.load == 0 and rank.step_end is None
     with pytest.raises(ValueError, match="VAL_INT_RANGE"):
         StepRank(TERMS, max_batch=0, in_s=0.0, out_s=0.0, retain=1)
@@ -60,6 +70,48 @@ def test_rows_join_padded_to_the_longest_feed_and_keep_their_prefix() -> None:
     rank._start_step(1.0)
     assert rank.step_end == pytest.approx(1.0 + 0.01 + 0.001 + 1e-4 * 4 + 1e-5 * 12 + 0.002)
     assert rank.prefilled == 13 + 3 and 30 not in rank.kept
+
+
+def test_the_positions_a_step_computes_follow_the_engine_s_split() -> None:
+    one = StepRank(TERMS, 4, 0.0, 0.0, 4)
+    assert one.padded([]) == (0, 1)
+    assert one.padded([1, 1, 30]) == (90, 1)  # never split: every row padded to the longest
+    split = StepRank(TERMS, 4, 0.0, 0.0, 4, split_tokens=10)
+    # 1 + 1 + 30 + 10 < 90: the long feed apart
+    assert split.padded([1, 30, 1]) == (1 + 1 + 30, 2)
+    assert split.padded([1, 5, 1]) == (15, 1)  # 1 + 1 + 5 + 10 > 15: one pass
+    assert split.padded([2, 30, 30, 1]) == (2 * 2 + 2 * 30, 2)  # the narrow ones at their widest
+    assert split.padded([7]) == (7, 1)
+
+
+def _prompt_joins(rank: StepRank) -> float:
+    """Two rows join with 5 tokens; after their first step a third joins with 40: the seconds
+    of that second step."""
+    rank.arriving.extend([(0.0, 1, 1, 5, 3, 0.0), (0.0, 2, 2, 5, 3, 0.0)])
+    rank._start_step(0.0)
+    first = rank.step_end
+    rank._end_step(first)
+    rank.arriving.append((first, 3, 3, 40, 3, 0.0))
+    rank._start_step(first)
+    assert rank.prefilled == 8 + 39
+    return rank.step_end - first
+
+
+def test_a_joining_prompt_runs_apart_from_the_decoding_rows() -> None:
+    split = StepRank(TERMS, 4, 0.0, 0.0, 4, split_tokens=10, pass_s=0.004)
+    # two rows feed 1 token, the new one 40: 1 + 1 + 40 positions in two passes
+    assert _prompt_joins(split) == pytest.approx(
+        0.01 + 0.003 + 1e-4 * 42 + 1e-5 * 120 + 0.002 + 0.004
+    )
+    # the first step (5 and 5 tokens) stayed one pass; without a split all three pad to 40
+    assert _prompt_joins(StepRank(TERMS, 4, 0.0, 0.0, 4)) == pytest.approx(
+        0.01 + 0.003 + 1e-4 * 120 + 1e-5 * 120 + 0.002
+    )
+
+
+def test_the_simulator_s_step_model_imports_no_torch() -> None:
+    code = "import sys, rlsched.sim.steprank; sys.exit('torch' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
 
 
 def test_a_kept_prefix_never_covers_the_whole_context() -> None:
