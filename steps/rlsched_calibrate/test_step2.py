@@ -33,22 +33,36 @@ def test_each_step_is_recorded_with_its_rows_joins_padding_and_widest_context() 
     assert probe.num_active == 3 and probe.version == engine.version  # passed through
     assert probe.step() == []
     # rows 1 and 2 join, fed 9 and 5 tokens padded to 9; 3 waits
-    assert probe.steps[0][2:] == (2, 2, 18, 9, 3)
+    assert probe.steps[0][2:] == (2, 2, 18, 9, 3, 1)  # one pass: 9 + 5 + 128 > 18
     first = probe.step()
     assert sorted(out.rid for out in first) == [1, 2]
-    assert probe.steps[1][2:] == (2, 0, 2, 10, 1)  # one token each, contexts 10 and 6
+    assert probe.steps[1][2:] == (2, 0, 2, 10, 1, 1)  # one token each, contexts 10 and 6
     assert probe.ended == {}  # their answers leave when the next step ends
     finished = probe.step()
     assert [out.rid for out in finished] == [3]
     # 1 and 2 leave with this step's end; 3 at once, nothing follows it
     assert set(probe.ended) == {1, 2, 3} and len(set(probe.ended.values())) == 1
-    assert probe.steps[2][2:] == (1, 1, 4, 4, 0)
+    assert probe.steps[2][2:] == (1, 1, 4, 4, 0, 1)
     began, ended = probe.steps[2][:2]
     assert 0 <= ended - began < 60
     probe.submit(4, [b, a, a, a], 5, sampling)
     aborted = probe.abort([4])
     assert [out.rid for out in aborted] == [4] and 4 in probe.ended
     assert probe.num_active == 0 and not probe._new
+
+
+def test_a_step_run_as_two_passes_is_recorded_with_the_positions_they_computed() -> None:
+    _cfg, _tok, allowed, engine, sampling = _parts()
+    engine.split_tokens = 0  # a second pass costs nothing: the widest feed always runs apart
+    probe = StepProbe(engine)
+    a, b = list(allowed)[:2]
+    probe.submit(1, [a, b, b] * 3, 2, sampling)  # 9 tokens
+    probe.submit(2, [a, a, b, a, a], 2, sampling)  # 5 tokens
+    probe.step()
+    # 5 + 9 positions in two passes instead of 2 x 9 in one
+    assert probe.steps[0][2:] == (2, 2, 14, 9, 2, 2)
+    probe.step()
+    assert probe.steps[1][4:] == (2, 10, 0, 1)  # one token each: equal feeds, one pass
 
 
 def test_the_recompute_engine_pads_every_row_to_the_widest_context() -> None:
@@ -59,6 +73,7 @@ def test_the_recompute_engine_pads_every_row_to_the_widest_context() -> None:
     probe.step()
     probe.step()
     assert [s[2:6] for s in probe.steps] == [(2, 2, 12, 6), (2, 0, 14, 7)]
+    assert [s[7] for s in probe.steps] == [1, 1]
 
 
 def test_a_probe_worker_records_arrival_and_end_of_each_generate_call() -> None:
@@ -75,7 +90,8 @@ def test_a_probe_worker_records_arrival_and_end_of_each_generate_call() -> None:
         assert [s[2:4] for s in taken["steps"]] == [(1, 1), (1, 0), (1, 0)]
         arrived, ended = taken["times"][7]
         assert before <= arrived <= ended <= time.time()
-        assert worker.take() == {"steps": [], "times": {}}  # taken once
+        assert all(s[7] == 1 for s in taken["steps"]) and taken["split_tokens"] == 128
+        assert worker.take() == {"steps": [], "times": {}, "split_tokens": 128}  # taken once
         assert worker.stats()["forward_passes"] == pytest.approx(3)  # the engine's own counters
     finally:
         worker.stop()

@@ -45,16 +45,16 @@ def test_fit_lsq_recovers_a_known_model_clips_and_drops_what_never_varies() -> N
 
 
 def test_a_step_lasts_until_the_next_one_while_requests_stay_active() -> None:
-    # (began, ended, rows, joins, padded, widest, active after)
+    # (began, ended, rows, joins, padded, widest, active after, passes)
     steps = [
-        (0.0, 0.01, 2, 2, 18, 9, 3),
-        (0.0125, 0.02, 2, 0, 2, 10, 0),
-        (5.0, 5.25, 1, 1, 4, 4, 0),
+        (0.0, 0.01, 2, 2, 14, 9, 3, 2),
+        (0.0125, 0.02, 2, 0, 2, 10, 0, 1),
+        (5.0, 5.25, 1, 1, 4, 4, 0, 1),
     ]
     assert step_samples(steps) == [
-        [2, 2, 18, 9, 0.0125],
-        [2, 0, 2, 10, 0.0075],
-        [1, 1, 4, 4, 0.25],
+        [2, 2, 14, 9, 0.0125, 2],
+        [2, 0, 2, 10, 0.0075, 1],
+        [1, 1, 4, 4, 0.25, 1],
     ]
 
 
@@ -67,12 +67,22 @@ def test_a_cell_runs_its_seconds_and_until_each_worker_ended_a_turn() -> None:
 
 def _layout() -> dict:
     cell = {"per_worker": 4, "workers": 2, "tokens": 2, "obs": 1, "context": 8}
+    # a second pass adds 3 ms (and computes fewer positions: r * f - 2 of them)
     steps = [
-        [r, j, r * f, w, 0.01 + 0.001 * r + 1e-4 * r * f + 1e-6 * r * w + 0.002 * j]
+        [
+            r,
+            j,
+            r * f - 2 * (p - 1),
+            w,
+            0.01 + 0.001 * r + 1e-4 * (r * f - 2 * (p - 1)) + 1e-6 * r * w + 0.002 * j
+            + 0.003 * (p - 1),
+            p,
+        ]
         for r in (1, 3, 9)
         for j in (0, 2)
         for f in (1, 6)
         for w in (10, 40)
+        for p in ((1, 2) if r > 1 and f > 1 else (1,))
     ]
     return {
         "host": "h",
@@ -88,7 +98,7 @@ def _layout() -> dict:
                 **cell,
                 "per_worker": 8,
                 "workers": 1,
-                "steps": [[2, 1, 4, 10, 0.8 * (0.01 + 0.002 + 4e-4 + 2e-5 + 0.002)]],
+                "steps": [[2, 1, 4, 10, 0.8 * (0.01 + 0.002 + 4e-4 + 2e-5 + 0.002), 1]],
                 "in_s": [0.03],
                 "out_s": [],
                 "env_s": [],
@@ -102,18 +112,21 @@ def _layout() -> dict:
             {"offload_s": 0.003, "reload_s": 0.002},
             {"offload_s": 0.005, "reload_s": 0.004},
         ],
+        "split_tokens": 128,
     }
 
 
 def test_the_layout_section_fits_its_samples_and_names_its_source() -> None:
     layout = fit_layout(_layout())
     step = layout["step"]
-    assert [step[k] for k in ("fixed_s", "row_s", "token_s", "context_s", "join_s")] == (
-        pytest.approx([0.01, 0.001, 1e-4, 1e-6, 0.002], rel=1e-6)
+    terms = ("fixed_s", "row_s", "token_s", "context_s", "join_s", "pass_s")
+    assert [step[k] for k in terms] == pytest.approx(
+        [0.01, 0.001, 1e-4, 1e-6, 0.002, 0.003], rel=1e-6
     )
     stamp = "measured by rlsched calibrate on h at now in the run's layout (2 Ray device workers"
     assert step["source"].startswith(stamp) and "load 1.0 -> 2.0" in step["source"]
-    assert "least squares over 24 engine steps of 2 closed-loop cells" in step["source"]
+    assert "least squares over 32 engine steps of 2 closed-loop cells" in step["source"]
+    assert layout["step_split_tokens"]["value"] == 128
     assert layout["step_alone_factor"]["value"] == pytest.approx(0.8)
     # the ways in and back grow with the calls outstanding (trajectories per worker x busy
     # workers): in: 0.01, 0.03, 0.02 s with 8 outstanding, 0.03 s with 8 (alone: 8 x 1)
@@ -135,7 +148,17 @@ def test_the_layout_section_fits_its_samples_and_names_its_source() -> None:
     assert costs["step_token_s"]["value"] == step["token_s"]
     assert costs["step_token_s"]["source"] == f"{step['source']}: token_s"
     assert costs["env_call_s"] == layout["env_call_s"] and costs["sync_s"] == layout["sync_s"]
+    assert costs["step_pass_s"]["value"] == step["pass_s"]
+    assert costs["step_split_tokens"] == layout["step_split_tokens"]
     assert layout_costs({}) == {}
+    # a profile measured before passes were (calibrate 0.2.0): one pass a step, as it ran
+    old = dict(layout, step={k: v for k, v in step.items() if k != "pass_s"})
+    del old["step_split_tokens"]
+    costs = layout_costs({"layout": old})
+    assert "step_pass_s" not in costs and "step_split_tokens" not in costs
+    assert costs["step_join_s"]["value"] == step["join_s"]
+    # an engine that never splits (the recompute engine): no split figure
+    assert "step_split_tokens" not in fit_layout(_layout() | {"split_tokens": None})
 
 
 def test_the_run_layout_measured_on_a_real_cluster(tmp_path: Path) -> None:
@@ -174,8 +197,10 @@ def test_the_run_layout_measured_on_a_real_cluster(tmp_path: Path) -> None:
     # the profile section is the fit of these samples; the simulator's loader takes it
     layout = fit_layout(samples)
     full = [c for c in cells if c["workers"] == 2]
-    rows = [[1.0, s[0], s[2], s[0] * s[3], s[1]] for c in full for s in c["steps"]]
-    assert list(layout["step"].values())[:5] == pytest.approx(
+    assert samples["split_tokens"] == 128 and layout["step_split_tokens"]["value"] == 128
+    assert all(s[5] in (1, 2) for c in cells for s in c["steps"])
+    rows = [[1.0, s[0], s[2], s[0] * s[3], s[1], s[5] - 1] for c in full for s in c["steps"]]
+    assert list(layout["step"].values())[:6] == pytest.approx(
         fit_lsq(rows, [s[4] for c in full for s in c["steps"]])
     )
     assert layout["step_alone_factor"]["value"] > 0
