@@ -192,6 +192,9 @@ def test_the_run_layout_measured_on_a_real_cluster(tmp_path: Path) -> None:
     first = cells[0]
     assert sum(s[0] for s in first["steps"]) >= 3 * len(first["out_s"])
     assert [t["tokens"] for t in samples["train"]] == [32, 64, 64, 32]
+    # a warm-up ran first (the first cell, one training step of the first size), not kept
+    warmup = samples["warmup"]
+    assert warmup["turns"] >= 2 and warmup["tokens"] == 32 and warmup["train_s"] > 0
     assert len(samples["switches"]) == 4 and samples["devices"] == 2
     assert all(t["train_s"] > 0 and t["sync_s"] > 0 for t in samples["train"])
     # the profile section is the fit of these samples; the simulator's loader takes it
