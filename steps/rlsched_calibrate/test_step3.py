@@ -74,7 +74,11 @@ def _layout() -> dict:
             j,
             r * f - 2 * (p - 1),
             w,
-            0.01 + 0.001 * r + 1e-4 * (r * f - 2 * (p - 1)) + 1e-6 * r * w + 0.002 * j
+            0.01
+            + 0.001 * r
+            + 1e-4 * (r * f - 2 * (p - 1))
+            + 1e-6 * r * w
+            + 0.002 * j
             + 0.003 * (p - 1),
             p,
         ]
@@ -91,8 +95,22 @@ def _layout() -> dict:
         "load_after": [2.0, 2.0, 2.0],
         "devices": 2,
         "cells": [
-            {**cell, "steps": steps, "in_s": [0.01, 0.03], "out_s": [0.02], "env_s": [0.004]},
-            {**cell, "steps": [], "in_s": [0.02], "out_s": [0.04], "env_s": [0.006, 0.008]},
+            {
+                **cell,
+                "steps": steps,
+                "in_s": [0.01, 0.03],
+                "out_s": [0.02],
+                "env_s": [0.004],
+                "env_inflight": [0],
+            },
+            {
+                **cell,
+                "steps": [],
+                "in_s": [0.02],
+                "out_s": [0.04],
+                "env_s": [0.006, 0.008],
+                "env_inflight": [1, 2],
+            },
             # one worker busy, the other idle: its steps take 0.8 of what the fit says
             {
                 **cell,
@@ -102,6 +120,7 @@ def _layout() -> dict:
                 "in_s": [0.03],
                 "out_s": [],
                 "env_s": [],
+                "env_inflight": [],
             },
         ],
         "train": [
@@ -133,7 +152,11 @@ def test_the_layout_section_fits_its_samples_and_names_its_source() -> None:
     assert layout["request_in_s"]["value"] == pytest.approx(0.0225)
     assert layout["request_in_s_per_call"]["value"] == 0.0  # all at 8: no slope to see
     assert layout["request_out_s"]["value"] == pytest.approx(0.03)
-    assert layout["env_call_s"]["value"] == pytest.approx(0.006)
+    # an environment call: 4 ms + 2 ms per environment step in flight when it was sent
+    assert layout["env_call_s"]["value"] == pytest.approx(0.004)
+    assert layout["env_call_s_per_env_step"]["value"] == pytest.approx(0.002)
+    assert "against the environment steps in flight" in layout["env_call_s"]["source"]
+    assert "env_call_s_per_call" not in layout
     assert "least squares of 4 generate calls" in layout["request_in_s"]["source"]
     assert (layout["train_fixed_s"]["value"], layout["train_s_per_token"]["value"]) == (
         pytest.approx((0.2, 0.001))
@@ -149,6 +172,7 @@ def test_the_layout_section_fits_its_samples_and_names_its_source() -> None:
     assert costs["step_token_s"]["source"] == f"{step['source']}: token_s"
     assert costs["env_call_s"] == layout["env_call_s"] and costs["sync_s"] == layout["sync_s"]
     assert costs["step_pass_s"]["value"] == step["pass_s"]
+    assert costs["env_call_s_per_env_step"] == layout["env_call_s_per_env_step"]
     assert costs["step_split_tokens"] == layout["step_split_tokens"]
     assert layout_costs({}) == {}
     # a profile measured before passes were (calibrate 0.2.0): one pass a step, as it ran
@@ -181,6 +205,13 @@ def test_the_run_layout_measured_on_a_real_cluster(tmp_path: Path) -> None:
         (2, 2, 3, 1, 4),
     ]
     assert all(c["steps"] and c["in_s"] and c["out_s"] and c["env_s"] for c in cells)
+    # each environment call with the steps in flight when it was sent: fewer than the cell's
+    # trajectories, and more than none where more than one trajectory ran
+    for cell in cells:
+        inflight = cell["env_inflight"]
+        assert len(inflight) == len(cell["env_s"])
+        assert all(0 <= k < cell["per_worker"] * cell["workers"] for k in inflight)
+    assert max(k for c in cells for k in c["env_inflight"]) >= 1
     for cell in cells:
         assert all(1 <= s[0] <= cap and 0 <= s[1] <= s[0] and s[4] >= 0 for s in cell["steps"])
         # an answer may leave before the next step ends (its call won the worker's lock): the
@@ -213,6 +244,11 @@ def test_the_run_layout_measured_on_a_real_cluster(tmp_path: Path) -> None:
         layout["request_in_s"]["value"],
         layout["request_in_s_per_call"]["value"],
     ) == pytest.approx(line)
+    steps_in_flight = [float(k) for c in cells for k in c["env_inflight"]]
+    assert (
+        layout["env_call_s"]["value"],
+        layout["env_call_s_per_env_step"]["value"],
+    ) == pytest.approx(fit_line(steps_in_flight, [x for c in cells for x in c["env_s"]]))
     train = samples["train"]
     assert (layout["train_fixed_s"]["value"], layout["train_s_per_token"]["value"]) == (
         pytest.approx(fit_line([float(t["tokens"]) for t in train], [t["train_s"] for t in train]))

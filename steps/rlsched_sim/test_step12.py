@@ -240,6 +240,21 @@ def test_round_trips_grow_with_the_calls_outstanding() -> None:
     assert simulation._outstanding() == 2
 
 
+def test_an_environment_call_queues_behind_the_environment_steps_in_flight() -> None:
+    """0.15.0: an environment call adds seconds per environment step already in flight when it
+    starts; requests decoding on the ranks do not count."""
+    cfg, cost, work = _stepped(env_call_s_per_env_step=0.3)
+    simulation = Simulation(cfg, cost, work)
+    simulation._dispatch(Dispatch(0, 0, 0, 0, 0, 100, 0, 5, 0, None))  # decoding: not counted
+    simulation._dispatch(Dispatch(1, 1, 0, 0, 0, 100, 0, 5, 0, None))
+    simulation._env_step(StartEnvStep(0, 0, 10.0))  # none in flight: 0.2 + 1 s
+    simulation._env_step(StartEnvStep(1, 0, 10.0))  # one in flight: 0.2 + 0.3 + 1 s
+    done = sorted(
+        at for at, _seq, event, _ in simulation._heap if type(event).__name__ == "EnvStepDone"
+    )
+    assert done == [pytest.approx(1.2), pytest.approx(1.5)]
+
+
 def test_a_step_rank_alone_on_the_machine_steps_faster() -> None:
     """0.9.0: the shell tells a step rank whether any other device rolls out or trains."""
     _, cost, work = _stepped(step_alone_factor=0.5)
