@@ -16,6 +16,7 @@ from rlsched.runtime.calibrate import (
     fit_layout,
     fit_lsq,
     layout_costs,
+    layout_summary,
     measure_layout,
     profile_costs,
     step_samples,
@@ -181,6 +182,11 @@ def test_the_layout_section_fits_its_samples_and_names_its_source() -> None:
     costs = layout_costs({"layout": old})
     assert "step_pass_s" not in costs and "step_split_tokens" not in costs
     assert costs["step_join_s"]["value"] == step["join_s"]
+    # the line `rlsched calibrate` prints
+    line = layout_summary(layout)
+    assert line.startswith("in the run's layout: step 10.00 ms + 1.000 ms/row")
+    assert "2.000 ms/join + 3.00 ms/second pass (x0.80 alone)" in line
+    assert "environment call 4.0 ms + 2.00 ms per environment step in flight" in line
     # an engine that never splits (the recompute engine): no split figure
     assert "step_split_tokens" not in fit_layout(_layout() | {"split_tokens": None})
 

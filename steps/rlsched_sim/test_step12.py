@@ -241,8 +241,8 @@ def test_round_trips_grow_with_the_calls_outstanding() -> None:
 
 
 def test_an_environment_call_queues_behind_the_environment_steps_in_flight() -> None:
-    """0.15.0: an environment call adds seconds per environment step already in flight when it
-    starts; requests decoding on the ranks do not count."""
+    """0.15.1: the environment's path is a FIFO server: a call waits for the service of the
+    steps ahead of it; requests decoding on the ranks do not queue there."""
     cfg, cost, work = _stepped(env_call_s_per_env_step=0.3)
     simulation = Simulation(cfg, cost, work)
     simulation._dispatch(Dispatch(0, 0, 0, 0, 0, 100, 0, 5, 0, None))  # decoding: not counted
@@ -253,6 +253,14 @@ def test_an_environment_call_queues_behind_the_environment_steps_in_flight() -> 
         at for at, _seq, event, _ in simulation._heap if type(event).__name__ == "EnvStepDone"
     )
     assert done == [pytest.approx(1.2), pytest.approx(1.5)]
+    simulation.now = 0.5  # the queue is busy until 0.6: a call at 0.5 waits 0.1 (until 0.9)
+    simulation._env_step(StartEnvStep(0, 1, 10.0))
+    simulation.now = 1.0  # the queue is empty again: no wait
+    simulation._env_step(StartEnvStep(1, 1, 10.0))
+    done = sorted(
+        at for at, _seq, event, _ in simulation._heap if type(event).__name__ == "EnvStepDone"
+    )
+    assert done[2:] == [pytest.approx(0.5 + 0.1 + 1.2), pytest.approx(1.0 + 1.2)]
 
 
 def test_a_step_rank_alone_on_the_machine_steps_faster() -> None:
