@@ -10,7 +10,8 @@ scheduler in colocate with the cell's requests per rank, every trajectory `--tur
 that many tokens, no environment latency of its own) and prints both. A profile whose own model cannot reproduce the throughput
 of the cells it was fitted on predicts runs in that regime with the same error: this separates
 a structural error of the model from noise in the profile (benchmarks/RESULTS.md, "On a quiet
-machine").
+machine"). The measured rate counts the loop's start and its last calls' wait in its seconds,
+so it reads a little low; the simulated one includes the batch's ramp and tail.
 """
 
 from __future__ import annotations

@@ -6,19 +6,19 @@ import time
 import pytest
 from runtime_parts import tiny
 
-from rlsched.engines.base import Sampling
+from rlsched.engines.base import Sampling, SpecSettings
 from rlsched.engines.factory import make_engine
 from rlsched.envs.base import resolve_env
 from rlsched.model import action_token_ids, load_tokenizer
 from rlsched.runtime.calibrate import ProbeWorker, StepProbe
 
 
-def _parts(kind: str = "kv") -> tuple:
+def _parts(kind: str = "kv", speculative: SpecSettings | None = None) -> tuple:
     cfg = tiny()
     env_cls = resolve_env(cfg.env.name)
     tok = load_tokenizer(cfg.model, env_cls.words)
     allowed = action_token_ids(tok, env_cls.actions)
-    engine = make_engine(kind, cfg.model, tok.get_vocab_size(), 2, 0)
+    engine = make_engine(kind, cfg.model, tok.get_vocab_size(), 2, 0, speculative)
     return cfg, tok, allowed, engine, Sampling(1.0, tuple(allowed), ())
 
 
@@ -74,6 +74,19 @@ def test_the_recompute_engine_pads_every_row_to_the_widest_context() -> None:
     probe.step()
     assert [s[2:6] for s in probe.steps] == [(2, 2, 12, 6), (2, 0, 14, 7)]
     assert [s[7] for s in probe.steps] == [1, 1]
+
+
+def test_an_engine_that_never_splits_steps_one_pass_a_step() -> None:
+    # the speculative engine counts a forward pass per request and round: not a split step
+    _cfg, _tok, allowed, engine, sampling = _parts("transformers", SpecSettings(drafter="request"))
+    probe = StepProbe(engine)
+    probe.submit(1, list(allowed)[:2] * 3, 3, sampling, group=1)
+    probe.submit(2, list(allowed)[:2] * 2, 3, sampling, group=1)
+    before = engine.forward_passes
+    while probe.num_active:
+        probe.step()
+    assert engine.forward_passes - before > len(probe.steps)  # more passes than steps
+    assert {s[7] for s in probe.steps} == {1}
 
 
 def test_a_probe_worker_records_arrival_and_end_of_each_generate_call() -> None:

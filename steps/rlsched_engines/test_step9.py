@@ -14,6 +14,7 @@ from specdec_model import VOCAB, phrase_model, phrases
 from rlsched.engines.base import GenOutput, Sampling, SpecSettings
 from rlsched.engines.kv import KvEngine
 from rlsched.engines.passes import split_rows
+from rlsched.sim.steprank import StepRank
 
 GREEDY = Sampling(temperature=0.0, allowed_token_ids=tuple(range(2, VOCAB)), stop_token_ids=(7,))
 
@@ -85,6 +86,27 @@ def test_a_long_prompt_runs_apart_with_the_same_outputs(trained) -> None:
     # alone): nothing padded; one pass padded the decoding rows to each joining prompt
     assert two.tokens_padded == two.tokens_computed
     assert one.tokens_padded - one.tokens_computed >= 2 * (rows[2] - 1) * 20
+
+
+def test_the_simulator_counts_the_positions_and_passes_the_engine_computes(trained) -> None:
+    """The simulator's step model (design/rlsched_steprank.md 0.5.0) asks the same question
+    of the same feeds: its count is the engine's."""
+    engine = KvEngine(copy.deepcopy(trained), max_batch=16)
+    rank = StepRank((0.0,) * 5, 16, 0.0, 0.0, 16, split_tokens=engine.split_tokens)
+    chunks = phrases(0)
+    for r in range(4):
+        engine.submit(r, chunks[r][:5], 8, GREEDY)
+    engine.step()  # four prompts of 5 tokens: one pass
+    long = [t for c in chunks[4:] for t in c][:40]
+    assert len(long) == 40
+    for feeds, submit in (([1, 1, 1, 1, 40], True), ([1] * 5, False)):
+        if submit:
+            engine.submit(9, long, 8, GREEDY)
+        padded, passes = engine.tokens_padded, engine.forward_passes
+        engine.step()
+        counted = (engine.tokens_padded - padded, engine.forward_passes - passes)
+        assert counted == rank.padded(feeds), feeds
+    assert rank.padded([1, 1, 1, 1, 40]) == (44, 2)  # the prompt ran apart
 
 
 def test_steps_that_verify_drafts_stay_one_pass(trained) -> None:

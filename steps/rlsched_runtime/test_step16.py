@@ -210,8 +210,8 @@ RECORDED_BOUND = {
     ("s0826", "s0826"): {"colocate": 0.43, "disaggregated": 0.25, "timeshare": 0.22},
     ("s0817", "s0826"): {"colocate": 0.39, "disaggregated": 0.36, "timeshare": 0.33},
     ("s0826", "s0817"): {"colocate": 0.24, "disaggregated": 0.11, "timeshare": 0.04},
-    # a third quiet session's runs, predicted from the profile of a fourth (calibrate 0.4,
-    # the environment's path a FIFO server; sim 0.15.1), and that profile on the two above
+    # session e's runs (s0904) from session d's profile (calibrate 0.4, the environment's
+    # path a FIFO server; sim 0.15.1), and that profile on sessions b and c (s0817, s0826)
     ("s0904", "s0904"): {"colocate": 0.46, "disaggregated": 0.25, "timeshare": 0.45},
     ("s0817", "s0904"): {"colocate": 0.22, "disaggregated": 0.17, "timeshare": 0.21},
     ("s0826", "s0904"): {"colocate": 0.21, "disaggregated": 0.08, "timeshare": 0.11},

@@ -240,15 +240,15 @@ def test_round_trips_grow_with_the_calls_outstanding() -> None:
     assert simulation._outstanding() == 2
 
 
-def test_an_environment_call_queues_behind_the_environment_steps_in_flight() -> None:
+def test_an_environment_call_waits_for_the_service_of_the_calls_ahead() -> None:
     """0.15.1: the environment's path is a FIFO server: a call waits for the service of the
     steps ahead of it; requests decoding on the ranks do not queue there."""
     cfg, cost, work = _stepped(env_call_s_per_env_step=0.3)
     simulation = Simulation(cfg, cost, work)
     simulation._dispatch(Dispatch(0, 0, 0, 0, 0, 100, 0, 5, 0, None))  # decoding: not counted
     simulation._dispatch(Dispatch(1, 1, 0, 0, 0, 100, 0, 5, 0, None))
-    simulation._env_step(StartEnvStep(0, 0, 10.0))  # none in flight: 0.2 + 1 s
-    simulation._env_step(StartEnvStep(1, 0, 10.0))  # one in flight: 0.2 + 0.3 + 1 s
+    simulation._env_step(StartEnvStep(0, 0, 10.0))  # an empty queue: 0.2 + 1 s
+    simulation._env_step(StartEnvStep(1, 0, 10.0))  # one ahead: 0.3 + 0.2 + 1 s
     done = sorted(
         at for at, _seq, event, _ in simulation._heap if type(event).__name__ == "EnvStepDone"
     )
