@@ -128,6 +128,8 @@ def _layout() -> dict:
             {"tokens": 100, "train_s": 0.3, "sync_s": 0.05},
             {"tokens": 300, "train_s": 0.5, "sync_s": 0.01},
         ],
+        # the serving workers idle: half of what the line beside them gives (0.3 + 0.5)
+        "train_alone": [{"tokens": 100, "train_s": 0.15}, {"tokens": 300, "train_s": 0.25}],
         "switches": [
             {"offload_s": 0.003, "reload_s": 0.002},
             {"offload_s": 0.005, "reload_s": 0.004},
@@ -163,6 +165,11 @@ def test_the_layout_section_fits_its_samples_and_names_its_source() -> None:
         pytest.approx((0.2, 0.001))
     )
     assert layout["sync_s"]["value"] == pytest.approx(0.03)
+    assert layout["train_alone_factor"]["value"] == pytest.approx(0.5)
+    assert (
+        "2 training steps through Ray with the serving workers idle"
+        in (layout["train_alone_factor"]["source"])
+    )
     assert layout["offload_s"]["value"] == pytest.approx(0.004)
     assert layout["reload_s"]["value"] == pytest.approx(0.003)
     for key, figure in layout.items():
@@ -174,6 +181,7 @@ def test_the_layout_section_fits_its_samples_and_names_its_source() -> None:
     assert costs["env_call_s"] == layout["env_call_s"] and costs["sync_s"] == layout["sync_s"]
     assert costs["step_pass_s"]["value"] == step["pass_s"]
     assert costs["env_call_s_per_env_step"] == layout["env_call_s_per_env_step"]
+    assert costs["train_alone_factor"] == layout["train_alone_factor"]
     assert costs["step_split_tokens"] == layout["step_split_tokens"]
     assert layout_costs({}) == {}
     # a profile measured before passes were (calibrate 0.2.0): one pass a step, as it ran
@@ -229,6 +237,9 @@ def test_the_run_layout_measured_on_a_real_cluster(tmp_path: Path) -> None:
     first = cells[0]
     assert sum(s[0] for s in first["steps"]) >= 3 * len(first["out_s"])
     assert [t["tokens"] for t in samples["train"]] == [32, 64, 64, 32]
+    # then once more with the serving workers idle
+    assert [t["tokens"] for t in samples["train_alone"]] == [32, 64]
+    assert all(t["train_s"] > 0 for t in samples["train_alone"])
     # a warm-up ran first (the first cell, one training step of the first size), not kept
     warmup = samples["warmup"]
     assert warmup["turns"] >= 2 and warmup["tokens"] == 32 and warmup["train_s"] > 0
@@ -243,7 +254,7 @@ def test_the_run_layout_measured_on_a_real_cluster(tmp_path: Path) -> None:
     assert list(layout["step"].values())[:6] == pytest.approx(
         fit_lsq(rows, [s[4] for c in full for s in c["steps"]])
     )
-    assert layout["step_alone_factor"]["value"] > 0
+    assert layout["step_alone_factor"]["value"] > 0 and layout["train_alone_factor"]["value"] > 0
     calls = [float(c["per_worker"] * c["workers"]) for c in cells for _ in c["in_s"]]
     line = fit_line(calls, [x for c in cells for x in c["in_s"]])
     assert (

@@ -189,6 +189,24 @@ def test_the_engine_step_model_runs_a_whole_step_by_hand() -> None:
     assert result.timeline.share([0], ["rollout"]) == pytest.approx(2.619 / step)
 
 
+def test_training_alone_takes_the_alone_factor_and_beside_a_load_more() -> None:
+    """0.16.0: a training step takes factor + (1 - factor) x the serving load times its
+    seconds. One device: nothing serves beside it, so the hand-computed run's 2.13 s of
+    training take half."""
+    cfg, cost, work = _stepped(train_alone_factor=0.5)
+    result = Simulation(cfg, cost, work, check_invariants=True).run(1)
+    step = 0.5 + 0.604 + 0.25 + 1.2 + 0.5 + 0.515 + 0.25 + 1.2 + 0.5 * 2.13
+    assert result.step_done == pytest.approx([step])
+    # two devices, device 1 training: the load is what rank 0 serves over what it may hold
+    mapping = _case(True)[0].model_dump()
+    mapping["devices"] = {"count": 2, "train": [1]}
+    mapping["scheduler"] |= {"mode": "disaggregated", "max_inflight_per_rank": 4}
+    simulation = Simulation(RlschedConfig.model_validate(mapping), cost, work)
+    assert simulation._serving_load((1,)) == 0.0
+    simulation._dispatch(Dispatch(0, 0, 0, 0, 0, 100, 0, 5, 0, None))
+    assert simulation._serving_load((1,)) == 0.25 and simulation._serving_load((0, 1)) == 0.0
+
+
 def test_the_environment_call_counts_with_the_old_rank_model_too() -> None:
     cfg, cost, work = _case(True)
     s = {"value": 0.5, "source": "hand-computed case"}
