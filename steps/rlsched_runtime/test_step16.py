@@ -215,6 +215,11 @@ RECORDED_BOUND = {
     ("s0904", "s0904"): {"colocate": 0.46, "disaggregated": 0.25, "timeshare": 0.45},
     ("s0817", "s0904"): {"colocate": 0.22, "disaggregated": 0.17, "timeshare": 0.21},
     ("s0826", "s0904"): {"colocate": 0.21, "disaggregated": 0.08, "timeshare": 0.11},
+    # session f (s0925, calibrate 0.5: training alone as well; sim 0.16), its own profile and
+    # the profiles of sessions d and b on its runs
+    ("s0925", "s0925"): {"colocate": 0.24, "disaggregated": 0.12, "timeshare": 0.37},
+    ("s0925", "s0904"): {"colocate": 0.15, "disaggregated": 0.02, "timeshare": 0.13},
+    ("s0925", "s0817"): {"colocate": 0.09, "disaggregated": 0.02, "timeshare": 0.06},
 }
 
 
