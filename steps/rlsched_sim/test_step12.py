@@ -202,9 +202,12 @@ def test_training_alone_takes_the_alone_factor_and_beside_a_load_more() -> None:
     mapping["devices"] = {"count": 2, "train": [1]}
     mapping["scheduler"] |= {"mode": "disaggregated", "max_inflight_per_rank": 4}
     simulation = Simulation(RlschedConfig.model_validate(mapping), cost, work)
-    assert simulation._serving_load((1,)) == 0.0
+    assert simulation._train_slowdown((1,)) == 0.5  # nothing served beside it
     simulation._dispatch(Dispatch(0, 0, 0, 0, 0, 100, 0, 5, 0, None))
-    assert simulation._serving_load((1,)) == 0.25 and simulation._serving_load((0, 1)) == 0.0
+    assert simulation._train_slowdown((1,)) == 0.5 + 0.5 * 1 / 4  # one request of 4
+    assert simulation._train_slowdown((0, 1)) == 0.5  # every rank trains
+    plain = Simulation(RlschedConfig.model_validate(mapping), _stepped()[1], work)
+    assert plain._train_slowdown((1,)) == 1.0  # no factor measured: as before
 
 
 def test_the_environment_call_counts_with_the_old_rank_model_too() -> None:
