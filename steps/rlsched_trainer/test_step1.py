@@ -1,6 +1,7 @@
 """Step 1 of design/rlsched_trainer.md: advantages, packing, log-probabilities, clipped loss."""
 
 import math
+import random
 
 import pytest
 import torch
@@ -11,6 +12,7 @@ from rlsched.trainer.grpo import (
     group_advantages,
     grpo_loss,
     pack_examples,
+    synthetic_examples,
     token_logprobs,
 )
 
@@ -66,3 +68,15 @@ def test_clipped_objective_and_kl() -> None:
     assert with_kl["kl"] > 0.0
     masked, _ = grpo_loss(new, old, adv, torch.tensor([[0.0, 1.0]]), 0.2)
     assert masked.item() == pytest.approx(-1.0, abs=1e-5)
+
+
+def test_synthetic_examples_have_a_run_s_shape() -> None:
+    examples = synthetic_examples(random.Random(3), [4, 5, 6], 3, 5)
+    assert len(examples) == 3
+    for ex in examples:
+        assert len(ex.token_ids) == 5 and set(ex.token_ids) <= {4, 5, 6}
+        assert ex.gen_mask == (False, False, True, True, True)  # the second half generated
+        assert ex.logprobs == (0.0, 0.0, -1.0, -1.0, -1.0)
+    assert [ex.advantage for ex in examples] == [-1.0, 1.0, -1.0]
+    # the same seed, the same examples
+    assert synthetic_examples(random.Random(3), [4, 5, 6], 3, 5) == examples
