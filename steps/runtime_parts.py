@@ -1,6 +1,7 @@
 """Shared by the runtime's per-step checks: a tiny run config and a loopback Ray cluster."""
 
 import copy
+import time
 from typing import Any
 
 from rlsched.runtime.config import EXAMPLE, RunConfig, load_run_config
@@ -81,11 +82,27 @@ def make_driver(
     )
 
 
+def wait_dead(actor: Any, attempts: int = 300) -> None:
+    """Return once `actor` no longer answers a ping (at most `attempts` pings, 0.1 s apart:
+    bounded by count, not by a clock)."""
+    import ray
+
+    for _ in range(attempts):
+        try:
+            ray.get(actor.ping.remote(), timeout=10.0)
+        except ray.exceptions.RayActorError:
+            return
+        time.sleep(0.1)
+    raise AssertionError(f"the killed actor still answers after {attempts} pings")
+
+
 def kill_on(driver: Any, kind: type, device: int | None = None) -> list[Any]:
     """Kill a worker the moment the driver is about to execute the first command of type
     `kind` (touching `device`, if given): the device's actor for Offload, Reload and
-    SyncWeights, the step's first device for Train. Returns the list the killed command is
-    appended to (empty until it happened)."""
+    SyncWeights, the step's first device for Train. The driver goes on only once the actor is
+    dead, so the command always reaches a dead actor (`ray.kill` alone returns before the
+    actor dies, and a fast command such as an offload could still be answered). Returns the
+    list the killed command is appended to (empty until it happened)."""
     import ray
 
     killed: list[Any] = []
@@ -99,7 +116,9 @@ def kill_on(driver: Any, kind: type, device: int | None = None) -> list[Any]:
         target = device if device is not None else devices[0]
         if target in driver.lost:
             return
-        ray.kill(driver.workers[target], no_restart=True)
+        actor = driver.workers[target]
+        ray.kill(actor, no_restart=True)
+        wait_dead(actor)
         killed.append(command)
 
     driver.on_command = on_command
