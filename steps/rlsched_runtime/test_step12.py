@@ -51,6 +51,7 @@ def test_losing_the_only_training_device_costs_a_retry_not_the_run() -> None:
     from runtime_parts import kill_on
 
     from rlsched.core.commands import Train
+    from rlsched.core.shell import PendingRecovery
 
     start_ray()
     try:
@@ -64,6 +65,8 @@ def test_losing_the_only_training_device_costs_a_retry_not_the_run() -> None:
         assert stats.devices_lost == 1 and stats.devices_recovered == 1
         assert stats.train_steps == 2 and stats.train_steps_failed == 1
         assert driver.counters["workers_recovered"] == 1 and driver.lost == set()
+        assert len(driver.rejoin_s) == 1 and driver.rejoin_s[0] > 0
+        assert driver.ledger.outstanding(PendingRecovery) == []  # the replacement answered
         assert [r["workers_recovered_total"] for r in rows] == [1, 1]
         assert sum(" failed (device 1 lost); retry 1 of 2" in n for n in notes) == 1, notes
         assert any(n.startswith("device 1: worker lost (") for n in notes)
@@ -164,5 +167,73 @@ def test_a_failed_training_call_fails_its_step_and_a_stranger_s_death_is_raised(
         ray.wait([ref], timeout=60)
         with pytest.raises(RayActorError):
             driver._answer(ref, Pending(PendingDeviceOp(driver.now(), Offload(3, (0,)), 0), 0))
+    finally:
+        ray.shutdown()
+
+
+def test_a_dispatch_to_a_rank_lost_earlier_in_its_batch_is_given_back_to_the_core() -> None:
+    """The race behind a flaky fresh-clone run, built on purpose: the driver meets the dead
+    actor's answer (device 0 lost, its WorkerLost queued) while the core, not told yet,
+    dispatches to rank 0. The dispatch is not sent, the loss gives the request back, and the
+    run completes with every trajectory accounted for."""
+    from runtime_parts import wait_dead
+
+    from rlsched.core.commands import Dispatch
+    from rlsched.core.shell import PendingRequest
+    from rlsched.pool import DeviceMode
+
+    start_ray()
+    try:
+        driver = make_driver(tiny(), spawn=True)
+        dispatched: list[Dispatch] = []
+        raced: list[Dispatch] = []
+        unsent: list[bool] = []
+
+        def on_command(command: object) -> None:
+            if not isinstance(command, Dispatch):
+                return
+            dispatched.append(command)
+            if raced or command.rank != 0:
+                return
+            on_rank = [
+                (ref, pending)
+                for ref, pending in driver._pending.items()
+                if pending.device == 0 and isinstance(pending.op, PendingRequest)
+            ]
+            if not on_rank:
+                return
+            actor = driver.workers[0]
+            ray.kill(actor, no_restart=True)
+            wait_dead(actor)
+            ref, pending = on_rank[0]
+            del driver._pending[ref]
+            # the dead actor's answer, met as _next_events meets it in a batch
+            driver._ready.extend(driver._answer(ref, pending))
+            assert 0 in driver.lost and driver.core.pool.mode(0) is not DeviceMode.LOST
+            raced.append(command)
+
+        original = driver._feed
+
+        def feed(events: list) -> None:
+            if raced and not unsent:  # the batch after the racing dispatch
+                rid = raced[0].rid
+                ops = [p.op for p in driver._pending.values()]
+                sent = [op for op in ops if isinstance(op, PendingRequest)]
+                unsent.append(all(op.command.rid != rid for op in sent))
+            original(events)
+
+        driver.on_command = on_command
+        driver._feed = feed
+        rows = driver.run(2)
+        assert len(raced) == 1 and unsent == [True]
+        later = dispatched[dispatched.index(raced[0]) + 1 :]
+        assert any(d.tid == raced[0].tid and d.turn == raced[0].turn for d in later)
+        stats = driver.core.stats
+        assert stats.devices_lost == 1 and stats.migrated >= 1
+        assert driver.counters["workers_lost"] == 1 and len(rows) == 2
+        acct = driver.accounting()
+        assert acct["trained"] == 32
+        assert acct["admitted"] == sum(acct[k] for k in ("trained", "dropped", "live"))
+        driver.core.check_invariants()
     finally:
         ray.shutdown()

@@ -177,3 +177,29 @@ def test_a_sync_sends_the_newest_weights_to_each_device(driver: Driver) -> None:
     for ref, pending in syncs:
         assert ray.get(ref).end >= ray.get(ref).start
         driver.ledger.forget(pending.op)
+
+
+def test_a_device_lost_before_the_core_heard_gets_no_call(driver: Driver) -> None:
+    """Device 1 lost, its WorkerLost still queued (what `_lose` leaves): a sync skips it, a
+    step on it alone and a turn dispatched to it stay unsent (the loss gives both back to the
+    core); once the core was told, a dispatch or a step there is refused."""
+    samples = tuple(TrainSample(t, 1, (0,), False) for t in range(4, 8))
+    turn = Dispatch(99, 4, 1, 1, 1, 3, 0, 8, 1, None)  # request 99: trajectory 4 on rank 1
+    driver.lost.add(1)
+    driver._untold.add(1)
+    try:
+        driver.execute(SyncWeights(1, (0, 1)))
+        [(_, sync)] = calls(driver, PendingDeviceOp)
+        assert sync.device == 0
+        driver.ledger.forget(sync.op)
+        driver.execute(Train(6, (1,), 1, samples))
+        driver.execute(turn)
+        assert not driver._pending and not len(driver.ledger) and not driver._ready
+        driver._untold.discard(1)
+        with pytest.raises(AssertionError, match="self._untold"):
+            driver.execute(turn)
+        with pytest.raises(AssertionError, match="len\\(devices\\) > 0"):
+            driver.execute(Train(6, (1,), 1, samples))
+    finally:
+        driver.lost.discard(1)
+        driver._untold.discard(1)
