@@ -4,6 +4,7 @@ import copy
 import time
 from typing import Any
 
+from rlsched.envs.recall import Recall
 from rlsched.runtime.config import EXAMPLE, RunConfig, load_run_config
 
 TINY: dict[str, Any] = {
@@ -123,3 +124,13 @@ def kill_on(driver: Any, kind: type, device: int | None = None) -> list[Any]:
 
     driver.on_command = on_command
     return killed
+
+
+class KwargsEnv(Recall):
+    """A Recall whose constructor takes any keyword, as a user environment with **kwargs may
+    (`runtime_parts:KwargsEnv`); it refuses `bad`."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        if "bad" in kwargs:
+            raise ValueError("bad is not a setting of this environment\nsecond line")
+        super().__init__()

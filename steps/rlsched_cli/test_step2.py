@@ -104,4 +104,23 @@ def test_a_file_that_is_not_a_mapping_or_not_yaml_is_one_clear_line(tmp_path: Pa
     assert result.exit_code == 1
     assert result.output.startswith(f"{broken}:3:1: not valid YAML: ")
     directory = CliRunner().invoke(cli, ["check-config", str(tmp_path)])
-    assert directory.exit_code == 2 and "is a directory" in directory.output
+    assert directory.exit_code == 1 and directory.output.count("\n") == 1
+    assert directory.output.startswith(f"{tmp_path}: cannot read: ")
+
+
+def test_many_files_at_once_each_reported_and_a_missing_one_in_one_line(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.yaml"
+    result = CliRunner().invoke(
+        cli, ["check-config", str(EXAMPLES[0]), str(missing), str(tmp_path)]
+    )
+    assert result.exit_code == 1
+    lines = result.output.splitlines()
+    assert lines[0] == f"{EXAMPLES[0]}: ok"
+    assert [line.split(": cannot read: ")[0] for line in lines if "cannot read" in line] == [
+        str(missing),
+        str(tmp_path),
+    ]
+    assert not any(line.startswith(("Usage:", "Error:")) for line in lines)
+    every = [*EXAMPLES, *sorted((EXAMPLES[0].parent / "run").glob("*.yaml"))]
+    ok = CliRunner().invoke(cli, ["check-config", *map(str, every)])
+    assert ok.exit_code == 0 and ok.output.count(": ok\n") == len(every) > len(EXAMPLES)

@@ -45,6 +45,12 @@ def test_yaml_text_and_mappings_load_alike() -> None:
         ({"train": {"lr": -1}}, "train.lr"),
         ({"rollout": {"bogus": 1}}, "rollout.bogus"),
         ({"run": {"eval_episodes": -1}}, "run.eval_episodes"),
+        (
+            {"env": {"name": "recall", "kwargs": {"widht": 6}}},
+            "env.kwargs.widht: unknown key 'widht'; did you mean 'width'?",
+        ),
+        ({"env": {"name": "recall", "kwargs": {"zz": 6}}}, "recall takes width, max_turns"),
+        ({"env": {"name": "recall", "kwargs": {"width": 99}}}, "env.kwargs: recall: VAL_INT"),
     ],
 )
 def test_errors_name_the_key_path(patch: dict, message: str) -> None:
@@ -77,8 +83,7 @@ def test_preflight_refuses_a_vllm_engine_without_a_gpu() -> None:
     problems = preflight(load_run_config({**EXAMPLE, "rollout": {"engine": "vllm"}}))
     if not torch.cuda.is_available():
         assert problems == [
-            "rollout.engine: vllm needs a CUDA GPU and none is usable here "
-            "(use engine: kv)"
+            "rollout.engine: vllm needs a CUDA GPU and none is usable here (use engine: kv)"
         ]
 
 
@@ -148,3 +153,17 @@ def test_a_yaml_path_loads(tmp_path: object) -> None:
     )
     cfg = load_run_config(path)
     assert cfg.num_devices == 3 and cfg.run.steps == 5 and cfg.run.seed == 0
+
+
+def test_an_environment_taking_any_kwargs_is_built_to_check_them() -> None:
+    """A constructor with **kwargs accepts any key; what it then refuses is its first line."""
+    from rlsched.runtime.config import env_kwargs_problems
+
+    assert env_kwargs_problems("recall", {"width": 4}) == []
+    assert env_kwargs_problems("runtime_parts:KwargsEnv", {"anything": 1}) == []
+    problems = env_kwargs_problems("runtime_parts:KwargsEnv", {"bad": 1})
+    assert problems == [
+        "env.kwargs: runtime_parts:KwargsEnv: bad is not a setting of this environment"
+    ]
+    problems = env_kwargs_problems("vault", {"feedback": "loud"})
+    assert len(problems) == 1 and problems[0].startswith("env.kwargs: vault: ")

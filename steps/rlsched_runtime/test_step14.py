@@ -18,7 +18,9 @@ def test_run_prints_steps_evaluation_and_accounting(tmp_path: Path) -> None:
         run, [str(config), "--json", str(tmp_path / "m.jsonl"), "--plot", str(tmp_path / "t.png")]
     )
     assert out.exit_code == 0, out.output
-    assert "timeshare, 2 devices (1 train)" in out.output and "step   1" in out.output
+    assert "timeshare, 2 devices (1 train)" in out.output
+    # not a terminal: one line per step, not wrapped at 80 columns
+    assert any(x.startswith("step   1") and x.endswith("failed 0") for x in out.output.splitlines())
     assert "eval before" in out.output and "eval after" in out.output
     assert "accounting" in out.output and (tmp_path / "t.png").is_file()
     assert not ray.is_initialized()
@@ -111,4 +113,18 @@ def test_a_run_that_fails_exits_1_with_one_line(tmp_path: Path, monkeypatch) -> 
     out = CliRunner().invoke(run, [str(config)])
     assert out.exit_code == 1, out.output
     assert "rlsched run: the environment pool died: " in out.output
+    assert not ray.is_initialized()
+
+
+def test_a_missing_config_or_a_misspelt_env_argument_is_one_line(tmp_path: Path) -> None:
+    missing = tmp_path / "nope.yaml"
+    out = CliRunner().invoke(run, [str(missing)])
+    assert out.exit_code == 2 and out.output.startswith(f"{missing}: cannot read: ")
+    assert out.output.count("\n") == 1
+    config = tmp_path / "typo.yaml"
+    env = {"name": "recall", "kwargs": {"widht": 6}}
+    config.write_text(yaml.safe_dump({**TINY, "env": env}))
+    out = CliRunner().invoke(run, [str(config)])
+    assert out.exit_code == 2 and out.output.count("\n") == 1
+    assert "env.kwargs.widht: unknown key 'widht'; did you mean 'width'?" in out.output
     assert not ray.is_initialized()

@@ -136,6 +136,13 @@ def test_a_profile_that_is_not_one_is_refused_in_one_line(tmp_path: Path) -> Non
     assert result.exit_code == 1 and "Traceback" not in result.output, result.output
     assert result.output.strip().count("\n") == 0 and "missing" in result.output
     assert not ray.is_initialized() and not (tmp_path / "b").exists()  # nothing started
+    args[3] = str(tmp_path / "none.json")  # no such profile: the same one line
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 1 and result.output.strip().count("\n") == 0, result.output
+    assert "none.json: not a calibration profile: " in result.output
+    args[1] = str(tmp_path / "none.yaml")  # nor such a config
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 2 and result.output.startswith(f"{args[1]}: cannot read: ")
 
 
 def test_a_real_mode_simulated_with_a_profile_measured_apart(tmp_path: Path) -> None:

@@ -61,3 +61,11 @@ def test_bad_config_lists_every_problem_and_writes_nothing(tmp_path: Path) -> No
     assert f"{config}:2:" in result.output and ": policies.a.mode: " in result.output
     assert f"{config}:3:1: cost.sync_s: Field required" in result.output
     assert not out.exists()
+
+
+def test_a_missing_or_directory_config_is_one_line(tmp_path: Path) -> None:
+    for config in (tmp_path / "nope.yaml", tmp_path):
+        result = CliRunner().invoke(sim, [str(config)])
+        assert result.exit_code == 1
+        assert result.output.startswith(f"{config}: cannot read: ")
+        assert len(result.output.splitlines()) == 1, result.output
