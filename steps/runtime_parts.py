@@ -128,9 +128,11 @@ def kill_on(driver: Any, kind: type, device: int | None = None) -> list[Any]:
 
 class KwargsEnv(Recall):
     """A Recall whose constructor takes any keyword, as a user environment with **kwargs may
-    (`runtime_parts:KwargsEnv`); it refuses `bad`."""
+    (`runtime_parts:KwargsEnv`); it refuses `bad` and, without a message, `empty`."""
 
     def __init__(self, **kwargs: Any) -> None:
         if "bad" in kwargs:
             raise ValueError("bad is not a setting of this environment\nsecond line")
+        if "empty" in kwargs:
+            raise ValueError()
         super().__init__()

@@ -308,6 +308,6 @@ def test_calibrate_refuses_a_bad_layout_option_in_one_line(tmp_path: Path) -> No
 def test_calibrate_refuses_a_missing_config_in_one_line(tmp_path: Path) -> None:
     config = tmp_path / "nope.yaml"
     result = CliRunner().invoke(cli, ["calibrate", str(config), "--out", str(tmp_path / "p")])
-    assert result.exit_code != 0 and not (tmp_path / "p").exists()
+    assert result.exit_code == 2 and not (tmp_path / "p").exists()
     lines = result.output.splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"{config}: cannot read: "), result.output

@@ -79,6 +79,17 @@ def test_a_kind_asked_for_is_checked_as_that_kind(tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as info:
         load_config_file(path, "sim")
     assert all(p.startswith(f"{path}:") for p in info.value.problems)
+    run = tmp_path / "run.yaml"
+    run.write_text("devices: {count: 2, train: 1}\nrun: {steps: 3}\n")
+    with pytest.raises(ConfigError) as info:
+        load_config_file(run, "sim")
+    assert info.value.problems == [
+        f"{run}: a run config (for rlsched run, bench and calibrate), not a sim config"
+    ]
+    sim = tmp_path / "sim.yaml"
+    sim.write_text("policies: {a: {mode: timeshare}}\n")
+    with pytest.raises(ConfigError, match="a sim config \\(for rlsched sim\\), not a run"):
+        load_config_file(sim, "run")
     empty = tmp_path / "empty.yaml"
     empty.write_text("")
     with pytest.raises(ConfigError) as info:

@@ -50,7 +50,10 @@ def test_yaml_text_and_mappings_load_alike() -> None:
             "env.kwargs.widht: unknown key 'widht'; did you mean 'width'?",
         ),
         ({"env": {"name": "recall", "kwargs": {"zz": 6}}}, "recall takes width, max_turns"),
-        ({"env": {"name": "recall", "kwargs": {"width": 99}}}, "env.kwargs: recall: VAL_INT"),
+        (
+            {"env": {"name": "recall", "kwargs": {"width": 99}}},
+            "env.kwargs.width: recall: expected width to be an int in [1, 16] (where width=99)",
+        ),
     ],
 )
 def test_errors_name_the_key_path(patch: dict, message: str) -> None:
@@ -165,5 +168,11 @@ def test_an_environment_taking_any_kwargs_is_built_to_check_them() -> None:
     assert problems == [
         "env.kwargs: runtime_parts:KwargsEnv: bad is not a setting of this environment"
     ]
+    assert env_kwargs_problems("runtime_parts:KwargsEnv", {"empty": 1}) == [
+        "env.kwargs: runtime_parts:KwargsEnv: ValueError"  # a refusal without a message
+    ]
     problems = env_kwargs_problems("vault", {"feedback": "loud"})
-    assert len(problems) == 1 and problems[0].startswith("env.kwargs: vault: ")
+    assert problems == [
+        'env.kwargs.feedback: vault: expected feedback to be one of ("count", "marks") '
+        "(where feedback='loud')"
+    ]

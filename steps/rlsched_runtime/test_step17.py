@@ -180,9 +180,11 @@ def test_a_sync_sends_the_newest_weights_to_each_device(driver: Driver) -> None:
 
 
 def test_a_device_lost_before_the_core_heard_gets_no_call(driver: Driver) -> None:
-    """Device 1 lost, its WorkerLost still queued (what `_lose` leaves): a sync skips it, a
-    step on it alone and a turn dispatched to it stay unsent (the loss gives both back to the
-    core); once the core was told, a dispatch or a step there is refused."""
+    """Device 1 lost, its WorkerLost still queued (what `_lose` leaves): a sync skips it, an
+    abort, offload or reload sends it nothing, a turn dispatched to it stays unsent (the loss
+    gives it back to the core), and a step on it is one failed attempt, not started: alone,
+    the loss ends it; beside device 0, its answer is a failed TrainingDone behind the loss.
+    Once the core was told, a dispatch or a step there is refused."""
     samples = tuple(TrainSample(t, 1, (0,), False) for t in range(4, 8))
     turn = Dispatch(99, 4, 1, 1, 1, 3, 0, 8, 1, None)  # request 99: trajectory 4 on rank 1
     driver.lost.add(1)
@@ -192,13 +194,25 @@ def test_a_device_lost_before_the_core_heard_gets_no_call(driver: Driver) -> Non
         [(_, sync)] = calls(driver, PendingDeviceOp)
         assert sync.device == 0
         driver.ledger.forget(sync.op)
-        driver.execute(Train(6, (1,), 1, samples))
         driver.execute(turn)
+        driver.execute(Abort(1, (99,)))
+        driver.execute(Offload(5, (1,)))
+        driver.execute(Reload(6, (1,)))
         assert not driver._pending and not len(driver.ledger) and not driver._ready
+        failures = driver.train_failures
+        driver.execute(Train(6, (1,), 1, samples))
+        assert not driver._pending and not driver._ready
+        driver.execute(Train(7, (0, 1), 1, samples))
+        assert not driver._pending and not len(driver.ledger)
+        [answer] = driver._ready
+        assert (answer.step, answer.version, answer.ok) == (7, 2, False)
+        assert driver.train_failures == failures + 2
+        driver._ready.clear()
+        driver.train_failures = failures
         driver._untold.discard(1)
         with pytest.raises(AssertionError, match="self._untold"):
             driver.execute(turn)
-        with pytest.raises(AssertionError, match="len\\(devices\\) > 0"):
+        with pytest.raises(AssertionError, match="set\\(lost\\) <= self._untold"):
             driver.execute(Train(6, (1,), 1, samples))
     finally:
         driver.lost.discard(1)
