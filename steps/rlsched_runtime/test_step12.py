@@ -9,6 +9,15 @@ from runtime_parts import make_driver, start_ray, tiny
 from rlsched.sim.workload import parse_trace_line
 
 
+def assert_accounted(driver, trained: int) -> None:
+    """`trained` trajectories trained, every admitted one trained, dropped or live, and the
+    core's invariants hold."""
+    acct = driver.accounting()
+    assert acct["trained"] == trained
+    assert acct["admitted"] == sum(acct[k] for k in ("trained", "dropped", "live"))
+    driver.core.check_invariants()
+
+
 def test_two_timeshare_steps_with_shrink_and_expand_account_for_every_trajectory() -> None:
     start_ray()
     try:
@@ -70,10 +79,7 @@ def test_losing_the_only_training_device_costs_a_retry_not_the_run() -> None:
         assert [r["workers_recovered_total"] for r in rows] == [1, 1]
         assert sum(" failed (device 1 lost); retry 1 of 2" in n for n in notes) == 1, notes
         assert any(n.startswith("device 1: worker lost (") for n in notes)
-        acct = driver.accounting()
-        assert acct["trained"] == 32
-        assert acct["admitted"] == sum(acct[k] for k in ("trained", "dropped", "live"))
-        driver.core.check_invariants()
+        assert_accounted(driver, trained=32)
     finally:
         ray.shutdown()
 
@@ -230,9 +236,6 @@ def test_a_dispatch_to_a_rank_lost_earlier_in_its_batch_is_given_back_to_the_cor
         stats = driver.core.stats
         assert stats.devices_lost == 1 and stats.migrated >= 1
         assert driver.counters["workers_lost"] == 1 and len(rows) == 2
-        acct = driver.accounting()
-        assert acct["trained"] == 32
-        assert acct["admitted"] == sum(acct[k] for k in ("trained", "dropped", "live"))
-        driver.core.check_invariants()
+        assert_accounted(driver, trained=32)
     finally:
         ray.shutdown()
