@@ -34,6 +34,13 @@ def test_invalid_yaml_is_one_located_line(tmp_path: Path) -> None:
     [line] = info.value.problems
     assert line.startswith(f"{path}:3:") and ": not valid YAML: " in line
     assert str(info.value) == line
+    path.write_text("devices: {count: 2, train: 1\nscheduler:\n  mode: timeshare\n")
+    with pytest.raises(ConfigError) as info:  # noticed at the next key: where it began too
+        read_yaml(path)
+    assert info.value.problems == [
+        f"{path}:2:10: not valid YAML: expected ',' or '}}', but got ':' "
+        "(while parsing a flow mapping that began at 1:10)"
+    ]
     good = tmp_path / "good.yaml"
     good.write_text(TEXT)
     data, marks = read_yaml(good)
