@@ -4,15 +4,28 @@ Hand-computed worlds: three single-GPU ranks in rollout, memory reported as the 
 (`set_kv_capacity` for `Started.kv_tokens`, `release(..., kv_free)` for the answers).
 """
 
+from collections.abc import Container
+
 import pytest
 from core_parts import core_parts
 
-from rlsched.core.buffer import TrajState
+from rlsched.core.buffer import Trajectory, TrajState
 from rlsched.core.commands import Dispatch
 from rlsched.core.machine import Scheduler
+from rlsched.core.routing import Router
 from rlsched.pool import DeviceMode
 
 CAP = 1000
+
+
+def _roomiest(router: Router, blocked: Container[int] = ()) -> int | None:
+    """The pump's pick: the roomiest eligible rank under the fair share found now."""
+    return router.pick_roomiest(router.fair_share(), blocked)
+
+
+def _place(router: Router, traj: Trajectory, rank: int) -> int | None:
+    """Where the pump sends the turn of `traj` when `rank` was the pick."""
+    return router.place(traj, rank, router.fair_share())
 
 
 def _parts(memory: bool = True, cap: int = 8, batch: int = 6) -> Scheduler:
@@ -107,25 +120,25 @@ def test_the_roomiest_rank_below_its_fair_share_is_picked() -> None:
     router = parts.router
     router.kv_free = [500, 900, 900]
     _offer(parts)
-    assert router.pick_roomiest() == 1  # ties on memory: lowest id
+    assert _roomiest(router) == 1  # ties on memory: lowest id
     router.load[1] = 1
     _offer(parts)
-    assert router.pick_roomiest() == 2  # rank 1 holds its fair share
+    assert _roomiest(router) == 2  # rank 1 holds its fair share
     parts.buffer.admit_group(10)
     parts.buffer.admit_group(10)  # 6 unfinished: fair share 2
-    assert router.pick_roomiest() == 2  # same memory, less loaded
+    assert _roomiest(router) == 2  # same memory, less loaded
     router.kv_free[1] = 901
     _offer(parts)
-    assert router.pick_roomiest() == 1  # more memory beats the load
+    assert _roomiest(router) == 1  # more memory beats the load
     router.set_rank_version(1, 4)
     _offer(parts)
-    assert router.pick_roomiest(blocked={4}) == 2
+    assert _roomiest(router, blocked={4}) == 2
     router.load[2] = router.cap
     _offer(parts)
-    assert router.pick_roomiest(blocked={4}) == 0  # rank 2 is not routable at its cap
+    assert _roomiest(router, blocked={4}) == 0  # rank 2 is not routable at its cap
     router.load[0] = 2
     _offer(parts)
-    assert router.pick_roomiest(blocked={4}) is None
+    assert _roomiest(router, blocked={4}) is None
 
 
 def test_a_turn_goes_home_while_the_home_holds_its_prefix_and_has_room() -> None:
@@ -280,19 +293,19 @@ def test_home_takes_a_turn_that_exactly_fits_and_weights_as_old_as_its_group() -
     _finish(parts, 0, 50, 150)  # home: rank 0 with exactly the 150 tokens the turn needs
     _back(parts, 0)
     assert (traj.home, parts.router.kv_free) == (0, [150, CAP, CAP])
-    assert parts.router.place(traj, 2) == 0
+    assert _place(parts.router, traj, 2) == 0
     parts.ctx.version = 1  # the trainer moved on; rank 0 and the group are on weights 0
     parts.router.set_rank_version(1, 1)
     parts.router.set_rank_version(2, 1)
-    assert parts.router.place(traj, 2) == 0
+    assert _place(parts.router, traj, 2) == 0
     parts.buffer.groups[0].min_version = 1  # a group fresher than the home: not home
-    assert parts.router.place(traj, 2) == 2
+    assert _place(parts.router, traj, 2) == 2
     parts.router.kv_free[2] = 150  # the roomiest rank also fits exactly
     parts.router.kv_free[0] = 149
     parts.buffer.groups[0].min_version = 0
-    assert parts.router.place(traj, 2) == 2
+    assert _place(parts.router, traj, 2) == 2
     parts.router.kv_free[2] = 149
-    assert parts.router.place(traj, 2) is None
+    assert _place(parts.router, traj, 2) is None
 
 
 def test_a_turn_larger_than_the_capacity_runs_alone_on_a_wholly_free_rank() -> None:
@@ -302,8 +315,8 @@ def test_a_turn_larger_than_the_capacity_runs_alone_on_a_wholly_free_rank() -> N
     traj = parts.buffer.trajs[0]
     traj.context_tokens = CAP + 300
     parts.router.kv_free = [CAP - 1, CAP, CAP]
-    assert parts.router.place(traj, 0) is None
-    assert parts.router.place(traj, 1) == 1
+    assert _place(parts.router, traj, 0) is None
+    assert _place(parts.router, traj, 1) == 1
 
 
 def test_under_divided_rollout_a_chunk_plans_its_new_tokens_too() -> None:
@@ -326,8 +339,8 @@ def test_under_divided_rollout_a_chunk_plans_its_new_tokens_too() -> None:
     first, last = parts.buffer.trajs[0], parts.buffer.trajs[1]
     last.resume_tokens = 250  # 150 tokens left of the turn's budget: less than a chunk
     parts.router.kv_free = [299, 300, CAP]
-    assert parts.router.place(first, 0) is None  # 100 of context fit, 300 do not
-    assert parts.router.place(first, 1) == 1
+    assert _place(parts.router, first, 0) is None  # 100 of context fit, 300 do not
+    assert _place(parts.router, first, 1) == 1
     parts.router.dispatch(first, 1)
     parts.router.dispatch(last, 2)
     assert parts.router.kv_free == [299, 0, CAP - 500]  # 100 + 200, and 100 + 250 + 150
