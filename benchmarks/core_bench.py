@@ -17,6 +17,13 @@ as before 0.7.0); `--memory both` runs the two. Prints one results line per mode
 
     core_bench: memory=on events=... events/s median=... (runs: ...) ...
 
+`--replay` times the core alone: each run's events are recorded as the shell feeds them, then
+fed again to a fresh `Scheduler`, back to back, under one clock reading (the same decisions: the
+core is deterministic). Without it each `handle` is timed inside the shell's loop, so the shell's
+own work between events (with memory, a sum over the rank's requests for every answer's
+`kv_free`) cools the caches and branch predictors the core runs on, and two clock reads per
+event are added to both sides.
+
 `--vs REV` checks REV out into a temporary git worktree and runs this same shell against its
 core (each run a new process importing that tree's rlsched), alternating with this tree for
 `--pairs` pairs, then prints a Markdown table with the ratios. A core without memory events runs
@@ -59,8 +66,11 @@ CONFIG = {
 }
 
 
-def run_step(seed: int, memory: bool, clock) -> tuple[int, float, dict[str, int]]:
-    """Simulate until the first training step finished and the pool expanded again.
+def run_step(
+    seed: int, memory: bool, clock, record: list | None = None
+) -> tuple[int, float, dict[str, int]]:
+    """Simulate until the first training step finished and the pool expanded again; every event
+    handled is appended to `record` when given.
 
     Returns (events handled, seconds inside handle by `clock`, a few counters)."""
     import heapq
@@ -157,6 +167,9 @@ def run_step(seed: int, memory: bool, clock) -> tuple[int, float, dict[str, int]
                 later(now + 300.0, lambda t, c=c: TrainingDone(t, c.step, c.version + 1))
 
     started = Started(0.0, KV_TOKENS) if memory else Started(0.0)
+    if record is not None:
+        handle = sched.handle
+        sched.handle = lambda event: record.append(event) or handle(event)
     t0 = clock()
     commands = sched.handle(started)
     spent += clock() - t0
@@ -203,14 +216,30 @@ def has_memory() -> bool:
     return "kv_tokens" in Started.__dataclass_fields__
 
 
-def bench(runs: int, seed: int, memory: bool, wall: bool) -> dict:
-    """Run the step `runs` times (seeds seed, seed+1, ...); the rates and counters."""
+def replay(events: list, clock) -> float:
+    """Seconds by `clock` a fresh Scheduler takes to handle `events` back to back."""
+    from rlsched.config import RlschedConfig
+    from rlsched.core.machine import Scheduler
+
+    handle = Scheduler(RlschedConfig.model_validate(CONFIG)).handle
+    t0 = clock()
+    for event in events:
+        handle(event)
+    return clock() - t0
+
+
+def bench(runs: int, seed: int, memory: bool, wall: bool, replayed: bool = False) -> dict:
+    """Run the step `runs` times (seeds seed, seed+1, ...); the rates and counters. With
+    `replayed`, each run's events are timed again through a fresh core, without the shell."""
     clock = time.perf_counter if wall else time.process_time
     rates: list[float] = []
     events = 0
     counters: dict[str, int] = {}
     for i in range(runs):
-        events, spent, counters = run_step(seed + i, memory, clock)
+        record: list | None = [] if replayed else None
+        events, spent, counters = run_step(seed + i, memory, clock, record)
+        if record is not None:
+            spent = replay(record, clock)
         rates.append(events / spent)
     return {"events": events, "rates": rates, "counters": counters, "memory": memory}
 
@@ -242,6 +271,8 @@ def child(tree: Path, args: argparse.Namespace, memory: str, seed: int) -> list[
     cmd += ["--runs", str(args.runs), "--seed", str(seed), "--memory", memory]
     if args.wall:
         cmd.append("--wall")
+    if args.replay:
+        cmd.append("--replay")
     env = dict(os.environ, PYTHONPATH=str(tree))
     proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
     if proc.returncode != 0:
@@ -253,7 +284,10 @@ def worktree(rev: str, into: Path) -> tuple[Path, str]:
     """REV checked out (detached) under `into`; returns the path and the full commit hash."""
     commit = subprocess.run(
         ["git", "rev-parse", "--verify", f"{rev}^{{commit}}"],
-        cwd=REPO, check=True, capture_output=True, text=True,
+        cwd=REPO,
+        check=True,
+        capture_output=True,
+        text=True,
     ).stdout.strip()
     path = into / f"core-{commit[:10]}"
     subprocess.run(
@@ -264,7 +298,7 @@ def worktree(rev: str, into: Path) -> tuple[Path, str]:
 
 def versus(args: argparse.Namespace) -> None:
     """Alternate this tree and REV, pair by pair; print the Markdown table."""
-    clock = "wall" if args.wall else "CPU"
+    clock = ("wall" if args.wall else "CPU") + (", replayed" if args.replay else "")
     load = os.getloadavg()
     print(
         f"core_bench --vs {args.vs}: {args.pairs} alternating pairs, each the median of "
@@ -322,6 +356,7 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--memory", choices=("on", "off", "both"), default="both")
     parser.add_argument("--wall", action="store_true", help="wall time instead of CPU time")
+    parser.add_argument("--replay", action="store_true", help="time the core without the shell")
     parser.add_argument("--vs", metavar="REV", help="alternate with REV (a git revision)")
     parser.add_argument("--pairs", type=int, default=3, help="alternating pairs with --vs")
     parser.add_argument("--tree", type=Path, help=argparse.SUPPRESS)
@@ -337,7 +372,7 @@ def main() -> None:
     if not Path(rlsched.__file__).resolve().is_relative_to(tree):
         raise SystemExit(f"core_bench: imported {rlsched.__file__}, not {tree}'s rlsched")
     for memory in modes(args.memory):
-        result = bench(args.runs, args.seed, memory, args.wall)
+        result = bench(args.runs, args.seed, memory, args.wall, args.replay)
         print(json.dumps(result) if args.json else line(result), flush=True)
 
 
