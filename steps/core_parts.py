@@ -5,12 +5,13 @@ from it. The checks call the lifecycles (`parts.router`, `parts.turns`, `parts.t
 
 from __future__ import annotations
 
+from collections.abc import Container
 from typing import Any
 
 from rlsched.config import RlschedConfig
 from rlsched.core.hooks import FifoPlacement
 from rlsched.core.machine import Scheduler
-from rlsched.core.routing import Request
+from rlsched.core.routing import Request, Router
 
 
 def core_parts(cfg: RlschedConfig | dict[str, Any]) -> Scheduler:
@@ -28,3 +29,9 @@ def release(parts: Scheduler, rid: int, new_tokens: int) -> Request | None:
     if req is not None:
         parts.transitions.rank_freed(req.rank)
     return req
+
+
+def roomiest(router: Router, blocked: Container[int] = ()) -> int | None:
+    """The pump's pick under memory (`Turns.dispatch_queued`): the roomiest eligible rank under
+    the fair share found now."""
+    return router.pick_roomiest(router.fair_share(), blocked)

@@ -4,10 +4,8 @@ Hand-computed worlds: three single-GPU ranks in rollout, memory reported as the 
 (`set_kv_capacity` for `Started.kv_tokens`, `release(..., kv_free)` for the answers).
 """
 
-from collections.abc import Container
-
 import pytest
-from core_parts import core_parts
+from core_parts import core_parts, roomiest
 
 from rlsched.core.buffer import Trajectory, TrajState
 from rlsched.core.commands import Dispatch
@@ -16,11 +14,6 @@ from rlsched.core.routing import Router
 from rlsched.pool import DeviceMode
 
 CAP = 1000
-
-
-def _roomiest(router: Router, blocked: Container[int] = ()) -> int | None:
-    """The pump's pick: the roomiest eligible rank under the fair share found now."""
-    return router.pick_roomiest(router.fair_share(), blocked)
 
 
 def _place(router: Router, traj: Trajectory, rank: int) -> int | None:
@@ -120,25 +113,25 @@ def test_the_roomiest_rank_below_its_fair_share_is_picked() -> None:
     router = parts.router
     router.kv_free = [500, 900, 900]
     _offer(parts)
-    assert _roomiest(router) == 1  # ties on memory: lowest id
+    assert roomiest(router) == 1  # ties on memory: lowest id
     router.load[1] = 1
     _offer(parts)
-    assert _roomiest(router) == 2  # rank 1 holds its fair share
+    assert roomiest(router) == 2  # rank 1 holds its fair share
     parts.buffer.admit_group(10)
     parts.buffer.admit_group(10)  # 6 unfinished: fair share 2
-    assert _roomiest(router) == 2  # same memory, less loaded
+    assert roomiest(router) == 2  # same memory, less loaded
     router.kv_free[1] = 901
     _offer(parts)
-    assert _roomiest(router) == 1  # more memory beats the load
+    assert roomiest(router) == 1  # more memory beats the load
     router.set_rank_version(1, 4)
     _offer(parts)
-    assert _roomiest(router, blocked={4}) == 2
+    assert roomiest(router, blocked={4}) == 2
     router.load[2] = router.cap
     _offer(parts)
-    assert _roomiest(router, blocked={4}) == 0  # rank 2 is not routable at its cap
+    assert roomiest(router, blocked={4}) == 0  # rank 2 is not routable at its cap
     router.load[0] = 2
     _offer(parts)
-    assert _roomiest(router, blocked={4}) is None
+    assert roomiest(router, blocked={4}) is None
 
 
 def test_a_turn_goes_home_while_the_home_holds_its_prefix_and_has_room() -> None:

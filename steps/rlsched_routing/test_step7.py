@@ -1,17 +1,9 @@
 """Step 7 of design/rlsched_routing.md: the roomiest rank, from the lazy heaps (0.10.0)."""
 
-from collections.abc import Container
-
-from core_parts import core_parts
+from core_parts import core_parts, roomiest
 
 from rlsched.core.machine import Scheduler
-from rlsched.core.routing import Router
 from rlsched.pool import DeviceMode
-
-
-def _roomiest(router: Router, blocked: Container[int] = ()) -> int | None:
-    """The pump's pick: the roomiest eligible rank under the fair share found now."""
-    return router.pick_roomiest(router.fair_share(), blocked)
 
 
 def _parts(cap: int = 2) -> Scheduler:
@@ -59,12 +51,12 @@ def test_the_pick_skips_ranks_not_serving_or_not_fresh_enough() -> None:
     _set(parts, [100, 900, 800, 700], [0, 0, 0, 0])
     parts.pool.shrink_sampler([1])
     assert parts.pool.mode(1) is DeviceMode.SHRINKING
-    assert _roomiest(router) == 2  # rank 1 is not serving
+    assert roomiest(router) == 2  # rank 1 is not serving
     parts.ctx.version = 2  # staleness 1: weights 0 are too old, weights 1 are not
     router.set_rank_version(3, 1)
     router.push_rank(3)
-    assert _roomiest(router) == 3
-    assert _roomiest(router, blocked={1}) is None  # every fresh rank holds version 1
+    assert roomiest(router) == 3
+    assert roomiest(router, blocked={1}) is None  # every fresh rank holds version 1
 
 
 def test_a_roomier_rank_at_its_fair_share_is_parked_until_the_share_grows() -> None:
@@ -73,21 +65,21 @@ def test_a_roomier_rank_at_its_fair_share_is_parked_until_the_share_grows() -> N
     for _ in range(2):
         parts.buffer.admit_group(10)  # 4 unfinished over 4 ranks: fair share 1
     _set(parts, [900, 800, 700, 600], [1, 0, 1, 0])
-    assert _roomiest(router) == 1  # rank 0 is roomier but holds its share
+    assert roomiest(router) == 1  # rank 0 is roomier but holds its share
     assert [key % 4 for key in router._parked] == [0] and router._parked_fair == 1
-    assert _roomiest(router) == 1  # parked: not looked at again
+    assert roomiest(router) == 1  # parked: not looked at again
     router.load[1] = 1
     router.push_rank(1)
-    assert _roomiest(router) == 3  # rank 2 (700) is parked on the way to rank 3 (600)
+    assert roomiest(router) == 3  # rank 2 (700) is parked on the way to rank 3 (600)
     assert sorted(key % 4 for key in router._parked) == [0, 1, 2]
     router.load[3] = 1
     router.push_rank(3)
-    assert _roomiest(router) is None  # everyone holds the share of 1
+    assert roomiest(router) is None  # everyone holds the share of 1
     parts.buffer.admit_group(10)  # 6 unfinished: fair share 2, the parked ranks come back
-    assert _roomiest(router) == 0 and router._parked == []
+    assert roomiest(router) == 0 and router._parked == []
     router.load[0] = 2
     router.push_rank(0)
-    assert _roomiest(router) == 1 and [key % 4 for key in router._parked] == [0]
+    assert roomiest(router) == 1 and [key % 4 for key in router._parked] == [0]
 
 
 def test_a_parked_rank_whose_load_or_memory_changed_comes_back_through_its_push() -> None:
@@ -95,13 +87,13 @@ def test_a_parked_rank_whose_load_or_memory_changed_comes_back_through_its_push(
     router = parts.router
     parts.buffer.admit_group(10)  # 2 unfinished over 4 ranks: fair share 1
     _set(parts, [900, 800, 700, 600], [1, 0, 0, 0])
-    assert _roomiest(router) == 1 and len(router._parked) == 1
+    assert roomiest(router) == 1 and len(router._parked) == 1
     router.load[0] = 0  # its request finished: the rank is offered with its new key
     router.push_rank(0)
-    assert _roomiest(router) == 0
+    assert roomiest(router) == 0
     parts.buffer.admit_group(10)
     parts.buffer.admit_group(10)  # 6 unfinished: the share grows, the stale parked entry goes
-    assert _roomiest(router) == 0 and router._parked == []
+    assert roomiest(router) == 0 and router._parked == []
     assert sorted(key % 4 for key in router._heaps[0]).count(0) == 1
 
 
@@ -111,10 +103,10 @@ def test_the_cap_binds_below_the_fair_share() -> None:
     for _ in range(4):
         parts.buffer.admit_group(10)  # 8 unfinished over 4 ranks: fair share 2, cap 1
     _set(parts, [100, 900, 800, 700], [0, 1, 0, 0])
-    assert _roomiest(router) == 2  # rank 1 is at the cap: not routable
+    assert roomiest(router) == 2  # rank 1 is at the cap: not routable
     router.load[2] = 1
     router.push_rank(2)
-    assert _roomiest(router) == 3
+    assert roomiest(router) == 3
 
 
 def test_a_rebuild_takes_the_parked_entries_back() -> None:
@@ -122,9 +114,9 @@ def test_a_rebuild_takes_the_parked_entries_back() -> None:
     router = parts.router
     parts.buffer.admit_group(10)  # 2 unfinished over 4 ranks: fair share 1
     _set(parts, [900, 800, 700, 600], [1, 0, 0, 0])
-    assert _roomiest(router) == 1 and len(router._parked) == 1
+    assert roomiest(router) == 1 and len(router._parked) == 1
     for _ in range(4 * 4 + 64):
         router.push_rank(2)  # stale entries pile up: the heaps are rebuilt
     assert router._entries <= 4 * 4 + 64 and router._parked == []
     assert {key % 4 for key in router._heaps[0]} == {0, 1, 2, 3}  # rank 0 back
-    assert _roomiest(router) == 1 and len(router._parked) == 1
+    assert roomiest(router) == 1 and len(router._parked) == 1
