@@ -122,7 +122,7 @@ def _one_dispatch(original: Callable) -> Callable:
 
 
 def _no_affinity(original: Callable) -> Callable:
-    def place(self: Router, traj, rank: int) -> int | None:  # type: ignore[no-untyped-def]
+    def place(self: Router, traj, rank: int, fair: int) -> int | None:  # type: ignore[no-untyped-def]
         need = traj.context_tokens + traj.resume_tokens
         return rank if self.kv_free[rank] >= need else None
 
@@ -130,8 +130,8 @@ def _no_affinity(original: Callable) -> Callable:
 
 
 def _over_plan(original: Callable) -> Callable:
-    def place(self: Router, traj, rank: int) -> int | None:  # type: ignore[no-untyped-def]
-        target = original(self, traj, rank)
+    def place(self: Router, traj, rank: int, fair: int) -> int | None:  # type: ignore[no-untyped-def]
+        target = original(self, traj, rank, fair)
         return rank if target is None else target
 
     return place
