@@ -191,6 +191,9 @@ def whole_runs(args: argparse.Namespace) -> None:
                 "rollout_tokens_per_s": round(driver.gen_tokens / step_s, 1),
                 "forward_s": round(engines["forward_s"], 2),
                 "forward_passes": int(engines["forward_passes"]),
+                "invalidated_per_generated": round(
+                    engines.get("tokens_invalidated", 0.0) / driver.gen_tokens, 3
+                ),
                 "padded_per_computed": round(
                     engines.get("tokens_padded", 0.0) / max(engines["tokens_computed"], 1.0), 2
                 ),
