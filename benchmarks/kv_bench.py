@@ -194,6 +194,9 @@ def whole_runs(args: argparse.Namespace) -> None:
                 "invalidated_per_generated": round(
                     engines.get("tokens_invalidated", 0.0) / driver.gen_tokens, 3
                 ),
+                "rebuilt_per_generated": round(
+                    engines.get("tokens_rebuilt", 0.0) / driver.gen_tokens, 3
+                ),
                 "padded_per_computed": round(
                     engines.get("tokens_padded", 0.0) / max(engines["tokens_computed"], 1.0), 2
                 ),

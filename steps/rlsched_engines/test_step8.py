@@ -109,7 +109,7 @@ def test_a_weight_update_rebuilds_the_cache(trained) -> None:
         engine.load_weights(new, version=1)
     assert not kv._kept
     # request 1 took request 9's kept slot (its prompt less the last token) and fed 5 tokens
-    assert kv.tokens_invalidated == len(prompt) + 4
+    assert kv.tokens_invalidated == kv.tokens_rebuilt == len(prompt) + 4
     computed = kv.tokens_computed
     assert plain.partial(1) == kv.partial(1)
     expected, got = drain(plain)[1], drain(kv)[1]
@@ -122,6 +122,7 @@ def test_a_weight_update_rebuilds_the_cache(trained) -> None:
     invalidated = kv.tokens_invalidated
     kv.load_weights(new, version=2)  # nothing running: request 2's kept slot is dropped
     assert kv.tokens_invalidated - invalidated == len(prompt) + 1 and not kv._kept
+    assert kv.tokens_rebuilt == len(prompt) + 4  # a kept slot is not rebuilt
 
 
 def test_abort_keeps_tokens_and_the_slot(trained) -> None:
