@@ -20,9 +20,11 @@ as before 0.7.0); `--memory both` runs the two. Prints one results line per mode
 `--replay` times the core alone: each run's events are recorded as the shell feeds them, then
 fed again to a fresh `Scheduler`, back to back, under one clock reading (the same decisions: the
 core is deterministic). Without it each `handle` is timed inside the shell's loop, so the shell's
-own work between events (with memory, a sum over the rank's requests for every answer's
-`kv_free`) cools the caches and branch predictors the core runs on, and two clock reads per
-event are added to both sides.
+own work between events cools the caches and branch predictors the core runs on, and two
+clock reads per event are added to both sides. The shell keeps each rank's held KV as two
+running sums (a request holds its context plus its tokens so far, growing linearly until it
+ends), so an answer's `kv_free` is O(1); until 2026-11-28 it summed the rank's requests (up to
+64) for every answer.
 
 `--vs REV` checks REV out into a temporary git worktree and runs this same shell against its
 core (each run a new process importing that tree's rlsched), alternating with this tree for
@@ -107,9 +109,12 @@ def run_step(
     # (time, seq, rid or None, event factory taking the delivery time)
     queue: list[tuple[float, int, int | None, object]] = []
     seq = 0
-    # rid -> [start, planned tokens, end, rank, KV held at start]
+    # rid -> [start, planned tokens, end, rank, KV held at start, growth rate, offset]: the
+    # request holds `base + rate * now - offset` KV tokens until it ends
     live: dict[int, list] = {}
-    on_rank: dict[int, set[int]] = {}
+    # rank -> [sum of base - offset, sum of rate]: what its requests hold is `a + b * now`,
+    # kept as requests come and go, so an answer's `kv_free` costs O(1), not O(requests)
+    held: dict[int, list[float]] = {}
     prompts_left = cfg.groups_per_batch  # exactly one batch of prompts: 512 trajectories
     handled = 0
     spent = 0.0
@@ -119,14 +124,16 @@ def run_step(
         seq += 1
         heapq.heappush(queue, (at, seq, rid, make))
 
+    def hold(rank: int, entry: list, sign: int) -> None:
+        """Add (`sign` 1) or remove (-1) what `entry` holds to its rank's sums."""
+        sums = held.setdefault(rank, [0.0, 0.0])
+        sums[0] += sign * (entry[4] - entry[6])
+        sums[1] += sign * entry[5]
+
     def kv_free(rank: int, now: float) -> int:
         """The rank's capacity less what its requests hold now (they grow as they decode)."""
-        held = 0
-        for rid in on_rank.get(rank, ()):
-            start, tokens, end, _, base = live[rid]
-            done = min(1.0, (now - start) / max(end - start, 1e-9))
-            held += base + int(tokens * done)
-        return max(0, KV_TOKENS - held)
+        a, b = held.get(rank, (0.0, 0.0))
+        return max(0, KV_TOKENS - int(a + b * now))
 
     def execute(now: float, commands: list) -> None:
         nonlocal prompts_left
@@ -135,15 +142,19 @@ def run_step(
                 tokens = rng.randint(20, 400)
                 end = now + 0.05 + c.context_tokens * 2e-6 + tokens * 0.02
                 kept = c.context_tokens + c.resume_tokens
-                live[c.rid] = [now, min(tokens, c.max_new_tokens), end, c.rank, kept]
-                on_rank.setdefault(c.rank, set()).add(c.rid)
+                planned = min(tokens, c.max_new_tokens)
+                rate = planned / max(end - now, 1e-9)
+                live[c.rid] = entry = [now, planned, end, c.rank, kept, rate, rate * now]
+                hold(c.rank, entry, 1)
                 later(end, RequestFinished, c.rid)
             elif isinstance(c, Abort):
                 for rid in c.rids:
                     entry = live[rid]
                     start, tokens, end = entry[0], entry[1], entry[2]
                     done = int(tokens * min(1.0, (now - start) / max(end - start, 1e-9)))
-                    entry[1], entry[2] = done, now + 0.1
+                    hold(entry[3], entry, -1)
+                    entry[1], entry[2], entry[5], entry[6] = done, now + 0.1, 0.0, -done
+                    hold(entry[3], entry, 1)
                     later(now + 0.1, RequestAborted, rid)
             elif isinstance(c, StartEnvStep):
                 obs = rng.randint(10, 200)
@@ -183,7 +194,7 @@ def run_step(
                 continue  # a finish superseded by an abort
             del live[rid]
             rank = entry[3]
-            on_rank[rank].discard(rid)
+            hold(rank, entry, -1)
             if memory:
                 event = make(at, rid, entry[1], kv_free=kv_free(rank, at))
             else:
