@@ -39,8 +39,19 @@ def verify_mutants(
             state = "ACCEPTED"
         click.echo(f"{state}  {outcome.mutant.describe(doc.path)}")
 
+    def announce(chosen: int, total: int, clean_s: float, workers: int) -> None:
+        minutes = chosen * clean_s / workers / 60
+        which = "all" if chosen == total else "a seeded sample"
+        hint = "; --budget N runs a sample" if chosen == total and chosen > 40 else ""
+        click.echo(
+            f"Step {step.number}: {chosen} of {total} mutant(s) ({which}), about "
+            f"{minutes:.0f} min at {clean_s:.1f}s a run with {workers} job(s){hint}"
+        )
+
     try:
-        report = mutate.run_mutants(project, doc, step, budget, seed, jobs, progress)
+        report = mutate.run_mutants(
+            project, doc, step, budget, seed, jobs, progress, announce=announce
+        )
     except mutate.MutationError as exc:
         _fail(str(exc))
     floor = project.config.mutation_floor

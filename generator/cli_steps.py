@@ -225,7 +225,9 @@ JOBS_OPTION = click.option(
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the sample.")
 @JOBS_OPTION
 @click.option(
-    "--record", is_flag=True, help="Write the mutation score into a DONE step's `verified:` line."
+    "--record",
+    is_flag=True,
+    help="Run the mutants (as --mutants) and write the score into a DONE step's `verified:` line.",
 )
 def step_verify(
     number: int,

@@ -133,6 +133,9 @@ def test_verify_reports_each_mutant_and_accepted_survivors_count(
     killed = [line for line in result.output.splitlines() if line.startswith("KILLED")]
     assert len(lines) == 3 and len(killed) == 2
     assert "mutants/minute" in result.output
+    # what will run is said before the first mutant runs
+    first = result.output.index("Step 2: 5 of 5 mutant(s) (all), about ")
+    assert first < result.output.index("KILLED") and first < result.output.index("SURVIVED")
     # list every survivor as accepted, with a reason: the step is no longer below the floor
     keys = sorted({line.split("  ")[1].split(" ", 1)[1] for line in lines})
     text = (project / DOC).read_text()
@@ -145,6 +148,7 @@ def test_verify_reports_each_mutant_and_accepted_survivors_count(
     assert again.output.count("ACCEPTED") == 3 and "mutants 2/5 killed, 3 accepted" in again.output
     sampled = dd(project, "step", "verify", "2", "--mutants", "--budget", "2", "--seed", "3")
     assert "(sample of 5)" in sampled.output and sampled.output.count("  design/pool.md:") == 2
+    assert "Step 2: 2 of 5 mutant(s) (a seeded sample), about " in sampled.output
     # a reason is required
     (project / DOC).write_text(text.replace(marker, marker + "- accepted mutants: `x: a -> b`\n"))
     bad = dd(project, "check")

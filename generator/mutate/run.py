@@ -127,12 +127,14 @@ def run_mutants(
     jobs: int | None = None,
     progress: Callable[[Outcome], None] | None = None,
     fit_seconds: float | None = None,
+    announce: Callable[[int, int, float, int], None] | None = None,
 ) -> Report:
     """Run `step`'s checks against (a seeded sample of `budget`) mutants of its code, `jobs` at
     a time (default: the machine's cores). With `fit_seconds`, the sample is cut (re-drawn with
     the same seed, at least 3) to what fits in about that time at the speed of the clean run.
-    Raises MutationError when the checks do not pass on the unmutated code in an isolated
-    copy."""
+    `announce(chosen, total, clean_seconds, jobs)` is told what will run once the clean run has
+    timed the checks, before any mutant runs. Raises MutationError when the checks do not pass
+    on the unmutated code in an isolated copy."""
     started = time.monotonic()
     mutants = step_mutants(project, doc, step)
     chosen = sample(mutants, budget, seed)
@@ -157,6 +159,8 @@ def run_mutants(
         if fit_seconds is not None:
             fit = max(3, int(fit_seconds * jobs / max(report.baseline_seconds, 0.1)))
             chosen = sample(chosen, fit, seed)
+        if announce is not None:
+            announce(len(chosen), len(mutants), report.baseline_seconds, jobs)
         texts = {m.path: (workers.root / m.path).read_text("utf-8") for m in chosen}
 
         def one(mutant: Mutant) -> Outcome:
