@@ -23,8 +23,8 @@ core is deterministic). Without it each `handle` is timed inside the shell's loo
 own work between events cools the caches and branch predictors the core runs on, and two
 clock reads per event are added to both sides. The shell keeps each rank's held KV as two
 running sums (a request holds its context plus its tokens so far, growing linearly until it
-ends), so an answer's `kv_free` is O(1); until 2026-11-28 it summed the rank's requests (up to
-64) for every answer.
+ends), so an answer's `kv_free` is O(1); earlier versions summed the rank's requests (up to
+64) for every answer (benchmarks/RESULTS.md, "The shell's own bookkeeping made O(1)").
 
 `--vs REV` checks REV out into a temporary git worktree and runs this same shell against its
 core (each run a new process importing that tree's rlsched), alternating with this tree for
