@@ -62,6 +62,9 @@ def test_capacity_grows_and_keeps_the_rows(model) -> None:
     logits = engine._forward([0], [40], [context[40:]], keep=1)
     assert engine._kv.shape[4] > first >= 40
     torch.testing.assert_close(logits[0, -1], alone(model, context)[-1], atol=1e-4, rtol=1e-4)
+    # the next pass reads the grown cache: the 40 columns stored before growing must be there
+    logits = engine._forward([0], [len(context)], [[3]], keep=1)
+    torch.testing.assert_close(logits[0, -1], alone(model, [*context, 3])[-1], atol=1e-4, rtol=1e-4)
 
 
 def test_claim_takes_the_longest_shared_prefix(model) -> None:
