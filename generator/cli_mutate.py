@@ -40,12 +40,13 @@ def verify_mutants(
         click.echo(f"{state}  {outcome.mutant.describe(doc.path)}")
 
     def announce(chosen: int, total: int, clean_s: float, workers: int) -> None:
-        minutes = chosen * clean_s / workers / 60
+        seconds = chosen * clean_s / workers
+        took = f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.0f} min"
         which = "all" if chosen == total else "a seeded sample"
         hint = "; --budget N runs a sample" if chosen == total and chosen > 40 else ""
         click.echo(
-            f"Step {step.number}: {chosen} of {total} mutant(s) ({which}), about "
-            f"{minutes:.0f} min at {clean_s:.1f}s a run with {workers} job(s){hint}"
+            f"Step {step.number}: {chosen} of {total} mutant(s) ({which}), about {took} at "
+            f"{clean_s:.1f}s a run with {workers} job(s){hint}"
         )
 
     try:
