@@ -69,7 +69,7 @@ def test_expired_queued_sessions_end_before_anything_is_dispatched() -> None:
     parts.ctx.out.clear()
     parts.turns.expire_queued()
     assert expired.state.name == "DONE" and expired.timed_out and expired.rid is None
-    assert fresh.state.name == "QUEUED" and parts.turns.expiries == [(9.0, 1)]
+    assert fresh.state.name == "QUEUED" and list(parts.turns.expiries) == [(9.0, 1)]
     parts.turns.dispatch_queued()
     assert [(c.tid, c.env_deadline) for c in parts.ctx.out if isinstance(c, Dispatch)] == [(1, 9.0)]
     assert parts.stats.env_session_timeouts == 1 and parts.buffer.completed == 1
@@ -126,7 +126,6 @@ def test_a_rank_behind_the_trainer_never_makes_a_group_staler() -> None:
     assert len(parts.placement) == 1
 
 
-
 def test_a_rank_behind_the_trainer_takes_a_started_groups_queued_turns() -> None:
     """0.11.0: group 0 starts on weights 0 (its first turn on rank 0); its second turn, queued
     at admission before the group had a version, is refiled under 0. Once the trainer holds 1
@@ -147,6 +146,7 @@ def test_a_rank_behind_the_trainer_takes_a_started_groups_queued_turns() -> None
     placed = [(c.tid, c.rank, c.version) for c in parts.ctx.out if isinstance(c, Dispatch)]
     assert placed == [(1, 1, 0)]  # rank 0 is full (one request per rank)
     assert len(parts.placement) == 2  # group 1 waits for a rank holding version 1
+
 
 def _static(cap: int) -> Scheduler:
     return core_parts(

@@ -157,6 +157,30 @@ def test_a_session_that_timed_out_in_the_queue_ends_before_any_dispatch() -> Non
     assert fresh.state.name == "RUNNING" and parts.stats.env_session_timeouts == 1
 
 
+def test_a_turn_queued_again_before_its_deadline_still_ends_at_it() -> None:
+    """Deadlines are recorded once, in the order set (time order: a FIFO, not a heap); a turn
+    interrupted and queued again before its deadline ends at that deadline all the same."""
+    parts = _running()  # env_timeout_s 30, both trajectories running on rank 0 and rank 1
+    for rid, tid, at in ((0, 0, 1.0), (1, 1, 4.0)):
+        parts.ctx.now = at
+        parts.turns.turn_finished(release(parts, rid, 5), 5)
+        parts.turns.on_env_step_done(EnvStepDone(at, tid, 0, 2, False))  # deadlines 31, 34
+    assert list(parts.turns.expiries) == [(31.0, 0), (34.0, 1)]
+    parts.turns.dispatch_queued()
+    first, second = parts.buffer.trajs[0], parts.buffer.trajs[1]
+    parts.ctx.now = 20.0
+    parts.turns.turn_aborted(release(parts, first.rid, 3), 3)  # migrated before its deadline
+    assert first.state is TrajState.QUEUED and len(parts.turns.expiries) == 2
+    parts.ctx.now = 31.0
+    parts.turns.expire_queued()
+    assert first.state is TrajState.DONE and first.timed_out
+    assert second.state is TrajState.RUNNING and list(parts.turns.expiries) == [(34.0, 1)]
+    parts.ctx.now = 40.0
+    parts.turns.expire_queued()  # tid 1 is running: its entry leaves, it does not end
+    assert second.state is TrajState.RUNNING and not parts.turns.expiries
+    assert parts.stats.env_session_timeouts == 1
+
+
 @pytest.mark.parametrize("stopped", [False, True])
 def test_a_whole_chunk_is_a_chunk_end_unless_the_engine_stopped_the_turn(stopped: bool) -> None:
     """Divided rollout (0.4.0): a chunked request that returns exactly its chunk continues the
