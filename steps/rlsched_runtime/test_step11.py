@@ -92,7 +92,7 @@ def test_a_hanging_environment_step_times_out(cluster: None) -> None:
     assert driver.counters["env_step_timeouts"] == 1 and driver.store.records[2].failed
     assert not driver._pending and driver._expired_timers() == []
     driver._observe_pool()
-    assert driver._shrink_since is None
+    assert driver._transitions.shrink_since is None
 
 
 def test_an_expand_is_measured_even_when_its_device_shrinks_again_in_the_same_event(
@@ -107,12 +107,12 @@ def test_an_expand_is_measured_even_when_its_device_shrinks_again_in_the_same_ev
         pool.mark_offloaded(device)
         pool.expand_sampler([device])
     driver._observe_pool()
-    assert driver._expanding.keys() == {1, 2} and "expand_s" not in driver._window
+    assert driver._transitions.expanding.keys() == {1, 2} and "expand_s" not in driver._window
     pool.mark_rollout(1)
     pool.shrink_sampler([1])
     pool.mark_lost(2)
     driver._observe_pool()
-    assert len(driver._window["expand_s"]) == 1 and not driver._expanding
+    assert len(driver._window["expand_s"]) == 1 and not driver._transitions.expanding
 
 
 def test_a_lost_worker_is_replaced_and_its_old_answers_are_dropped(cluster: None) -> None:

@@ -52,17 +52,15 @@ def test_the_operating_point_comes_from_the_config_and_the_trace(tmp_path: Path)
     assert operating_point(colocate, trace)[0] == 8.0
 
 
-def test_the_simulated_figures_read_shrink_and_expand_from_the_timeline() -> None:
+def test_the_simulated_figures_are_the_simulator_s_own_shrinks_and_expands() -> None:
+    """0.7.12: the means of the latencies the simulator measured by the driver's rule, not the
+    timeline's spans (an offload span and a reload-to-rollout span here count for nothing)."""
     timeline = Timeline(2)
     for now, kind in ((0, "rollout"), (10, "offload"), (12.5, "train"), (20, "reload")):
         timeline.set(1, kind, now)
-    for now, kind in ((21, "sync"), (23, "rollout"), (30, "offload"), (31, "reload")):
-        timeline.set(1, kind, now)  # the last reload never returns to rollout
-    timeline.set(0, "rollout", 0)
-    timeline.set(0, "offload", 5)
-    timeline.set(0, "rollout", 6.5)
     timeline.close(35)
-    result = SimResult("ts", 2, 1, (1,), 1, timeline=timeline)
+    transitions = {"shrink_s": [2.5, 1.0, 1.5], "expand_s": [3.0]}
+    result = SimResult("ts", 2, 1, (1,), 1, timeline=timeline, transition_s=transitions)
     summary = {"step_time_s": 12.34567, "rollout_tokens_per_s": 99.123}
     figures = sim_figures(PolicyRun("ts", result, summary))
     assert figures == {
@@ -71,7 +69,7 @@ def test_the_simulated_figures_read_shrink_and_expand_from_the_timeline() -> Non
         "shrink_s": round((2.5 + 1 + 1.5) / 3, 4),
         "expand_s": 3.0,
     }
-    empty = sim_figures(PolicyRun("ts", SimResult("ts", 2, 1, (1,), 1), summary))
+    empty = sim_figures(PolicyRun("ts", SimResult("ts", 2, 1, (1,), 1, timeline=timeline), summary))
     assert empty["shrink_s"] is None and empty["expand_s"] is None
 
 

@@ -222,3 +222,16 @@ def test_a_trained_batch_records_its_kv_need_and_the_rollout_ranks_it_trains_on(
         result = simulation.result
         assert result.batch_kv_s == [12.5] and result.batch_read_s == [1.25]
         assert result.batch_train_ranks == [ranks], policy
+
+
+def test_shrinks_and_expands_are_timed_as_the_driver_times_them() -> None:
+    """0.17.0: the shell base's TransitionClock after every event. Without the engine-step model
+    an abort answers at once, so a shrink is its offload (1 s in four_gpu.yaml); the sync is sent
+    with the reload, so an expand is the longer of the two (reload 1 s, sync 2 s)."""
+    sim = load_sim_config(ROOT / "examples" / "four_gpu.yaml")
+    for policy, expands in (("timeshare", 2), ("colocate", 4)):
+        cfg = sim.policy_config(policy)
+        work = Workload(sim.workload, 0, cfg.scheduler.group_size, cfg.scheduler.max_tokens)
+        result = Simulation(cfg, sim.cost, work).run(2)
+        assert result.transition_s["shrink_s"] == [pytest.approx(1.0)] * 2
+        assert result.transition_s["expand_s"] == [pytest.approx(2.0)] * expands

@@ -65,6 +65,7 @@ def test_a_new_simulation_holds_its_inputs_and_starts_empty() -> None:
     assert simulation.observer == seen.append and simulation.result.name == "timeshare"
     assert (simulation.now, simulation._seq, simulation._next_gid) == (0.0, 0, 0)
     assert simulation._trajs == {} and len(simulation.ledger) == 0 and simulation._heap == []
+    assert simulation.result.transition_s == {} and simulation._transitions.shrink_since is None
 
 
 def test_records_start_at_zero() -> None:
