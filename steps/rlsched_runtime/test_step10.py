@@ -43,6 +43,15 @@ def only(driver: Driver, kind: type) -> tuple:
     return ref, pending
 
 
+def test_a_new_driver_holds_its_parts_and_starts_idle(driver: Driver) -> None:
+    """Before its loop runs: not looping, nothing measured, no replacement workers (none can be
+    spawned without `spawn`), no step ended yet."""
+    assert driver.spawn is None and driver.spawned == [] and driver.looping is False
+    assert driver._last_step_end == 0.0 and driver._window == {} and not driver._pending
+    assert driver._transitions.shrink_since is None and driver._transitions.expanding == {}
+    assert len(driver.workers) == driver.cfg.num_devices == 2
+
+
 def test_a_turn_an_environment_step_and_an_offload(driver: Driver) -> None:
     prompts = ray.get(driver.envpool.reset.remote([0, 1, 2, 3], [9] * 4))
     ids = driver.tokenizer.encode(prompts[0]).ids

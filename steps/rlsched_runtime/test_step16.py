@@ -4,6 +4,7 @@ of a calibration profile measured apart, signed errors per figure over repeats."
 import gzip
 import json
 import random
+import statistics
 from pathlib import Path
 
 import pytest
@@ -204,6 +205,11 @@ def test_the_whole_bench_prints_both_tables_and_writes_its_report(tmp_path: Path
         lines = (out / f"{run['mode']}.jsonl").read_text().splitlines()
         rows = [row for row in map(json.loads, lines) if "step" in row]  # the last: the summary
         assert run["real"]["step_time_s"] == round(rows[-1]["time_s"] / len(rows), 3)
+        assert run["mean_reward_last"] == rows[-1]["mean_reward"] and len(rows) == 2
+        for key in ("shrink_s", "expand_s"):  # the mean of the steps that measured one
+            measured = [row[key] for row in rows if row.get(key) is not None]
+            expected = round(statistics.fmean(measured), 4) if measured else None
+            assert run["real"][key] == expected
 
 
 def test_the_workload_keeps_the_turns_and_draws_the_config_s_own_latency(tmp_path: Path) -> None:
