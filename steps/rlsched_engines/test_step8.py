@@ -146,9 +146,9 @@ def test_offload_releases_the_cache_and_reload_serves_again(trained) -> None:
     kv = KvEngine(copy.deepcopy(trained))
     kv.submit(0, phrases(0)[0], 4, GREEDY)
     expected = drain(kv)[0]
-    assert kv._kv is not None and kv._kept
+    assert kv._kv is not None and kv._kept and kv._masks
     kv.offload()
-    assert kv._kv is None and not kv._kept and not kv.resident
+    assert kv._kv is None and not kv._kept and not kv.resident and not kv._masks
     assert all(p.numel() == 0 for p in kv.model.parameters())
     kv.reload()
     kv.submit(1, phrases(0)[0], 4, GREEDY)
