@@ -42,7 +42,7 @@ def measure(cell: tuple[int, int, int, int], seconds: float, repeats: int) -> li
             loop = closed_loop(probes, list(range(len(workers))), cell, cell_done(seconds, 2), seed)
             rates.append(len(loop["env_s"]) / (time.monotonic() - began))
     finally:
-        for actor in [*workers, probes["envpool"]]:
+        for actor in probes["actors"]:
             ray.kill(actor, no_restart=True)
         if probes["started"]:
             ray.shutdown()

@@ -50,10 +50,14 @@ assert EXAMPLE["scheduler"]["mode"] == "timeshare"
 
 
 def make_driver(
-    cfg: RunConfig, env_kwargs: dict[str, Any] | None = None, spawn: bool = False
+    cfg: RunConfig,
+    env_kwargs: dict[str, Any] | None = None,
+    spawn: bool = False,
+    local_env: bool = False,
 ) -> Any:
-    """A Driver over fresh worker actors (one per device) and an environment pool; with
-    `spawn`, lost workers are replaced by new actors for the same device."""
+    """A Driver over fresh worker actors (one per device) and an environment pool: an actor,
+    or with `local_env` a plain pool the driver steps itself; with `spawn`, lost workers are
+    replaced by new actors for the same device."""
     import ray
 
     from rlsched.envs.base import StepLatency, resolve_env
@@ -72,11 +76,11 @@ def make_driver(
 
     workers = [new_worker(d) for d in range(cfg.num_devices)]
     kwargs = cfg.env.kwargs if env_kwargs is None else env_kwargs
-    envpool = (
-        ray.remote(EnvPool)
-        .options(num_cpus=0, max_concurrency=64)
-        .remote(cfg.env.name, kwargs, StepLatency("fixed", 0.0), 0)
-    )
+    pool_args = (cfg.env.name, kwargs, StepLatency("fixed", 0.0), 0)
+    if local_env:
+        envpool = EnvPool(*pool_args)
+    else:
+        envpool = ray.remote(EnvPool).options(num_cpus=0, max_concurrency=64).remote(*pool_args)
     recorder = Recorder(cfg.num_devices)
     return Driver(
         cfg, workers, envpool, tok, allowed, recorder, spawn=new_worker if spawn else None
@@ -136,3 +140,20 @@ class KwargsEnv(Recall):
         if "empty" in kwargs:
             raise ValueError()
         super().__init__()
+
+
+class SilentEnv:
+    """A user environment that says nothing about its steps (`runtime_parts:SilentEnv`): a
+    Recall inside, but no `quick_steps`, so the runtime takes it to block."""
+
+    words = Recall.words
+    actions = Recall.actions
+
+    def __init__(self) -> None:
+        self._inner = Recall()
+
+    def reset(self, seed: int | None = None) -> Any:
+        return self._inner.reset(seed=seed)
+
+    def step(self, action: str) -> Any:
+        return self._inner.step(action)

@@ -199,8 +199,11 @@ def test_the_layout_section_fits_its_samples_and_names_its_source() -> None:
     assert "step_split_tokens" not in fit_layout(_layout() | {"split_tokens": None})
 
 
-def test_the_run_layout_measured_on_a_real_cluster(tmp_path: Path) -> None:
-    cfg = tiny()
+@pytest.mark.parametrize("process", ["auto", "actor"])
+def test_the_run_layout_measured_on_a_real_cluster(tmp_path: Path, process: str) -> None:
+    """`auto`: GridWalk steps in this process, as the run's driver steps it (0.6.0); `actor`:
+    through the pool actor."""
+    cfg = tiny(env={"process": process})
     grid = ((2, 3, 1, 4), (64, 1, 2, 8))  # the second capped at max_inflight_per_rank
     samples = measure_layout(
         cfg, seconds=0.1, walks=2, grid=grid, train_grid=((4, 8), (8, 8)), alone=((4, 2, 1, 4),)
@@ -225,7 +228,11 @@ def test_the_run_layout_measured_on_a_real_cluster(tmp_path: Path) -> None:
         inflight = cell["env_inflight"]
         assert len(inflight) == len(cell["env_s"])
         assert all(0 <= k < cell["per_worker"] * cell["workers"] for k in inflight)
-    assert max(k for c in cells for k in c["env_inflight"]) >= 1
+    if process == "actor":
+        assert max(k for c in cells for k in c["env_inflight"]) >= 1
+    else:  # stepped at once: none in flight, the step's own microseconds
+        assert all(k == 0 for c in cells for k in c["env_inflight"])
+        assert max(x for c in cells for x in c["env_s"]) < 0.1
     for cell in cells:
         assert all(1 <= s[0] <= cap and 0 <= s[1] <= s[0] and s[4] >= 0 for s in cell["steps"])
         # an answer may leave before the next step ends (its call won the worker's lock): the

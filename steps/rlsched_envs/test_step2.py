@@ -20,6 +20,12 @@ def walk_optimally(env: GridWalk, obs: str) -> tuple[int, float, bool]:
         obs = step.observation
 
 
+def test_grid_steps_are_quick_and_the_faulty_ones_are_not() -> None:
+    """The runtime may step GridWalk in its driver (design/rlsched_runtime.md 0.8.0), never
+    FaultyGridWalk, which sleeps."""
+    assert GridWalk.quick_steps is True and FaultyGridWalk.quick_steps is False
+
+
 def test_same_seed_same_task_and_words_are_declared() -> None:
     a, b = GridWalk(), GridWalk()
     assert a.reset(seed=7) == b.reset(seed=7)

@@ -20,6 +20,10 @@ def solve(env: Vault, first: list[str]) -> int:
         guess[right] = "1" if guess[right] == "0" else "0"
 
 
+def test_vault_steps_are_quick() -> None:
+    assert Vault.quick_steps is True
+
+
 def test_registered_and_a_protocol_env() -> None:
     assert resolve_env("vault") is Vault
     env = make_env("vault", {"length": 5, "max_turns": 3})

@@ -106,3 +106,7 @@ def test_random_policy_rarely_succeeds() -> None:
     assert base["mean_episode_len"] < 1.05  # a random window is wrong at once
     # half the bits in place: E[1 / turns] / 2 = 0.21, plus the rare window typed right
     assert 0.19 < base["mean_reward"] < 0.24
+
+
+def test_recall_steps_are_quick() -> None:
+    assert Recall.quick_steps is True

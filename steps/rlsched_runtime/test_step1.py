@@ -51,6 +51,11 @@ def test_yaml_text_and_mappings_load_alike() -> None:
         ),
         ({"env": {"name": "recall", "kwargs": {"zz": 6}}}, "recall takes width, max_turns"),
         (
+            {"env": {"name": "recall", "process": "driver", "latency": {"mean_s": 0.01}}},
+            "env.process: driver steps environments in the driver's loop, which cannot wait",
+        ),
+        ({"env": {"name": "recall", "process": "thread"}}, "env.process"),
+        (
             {"env": {"name": "recall", "kwargs": {"width": 99}}},
             "env.kwargs.width: recall: expected width to be an int in [1, 16] (where width=99)",
         ),

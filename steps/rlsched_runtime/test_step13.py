@@ -10,6 +10,7 @@ import ray
 from runtime_parts import tiny
 
 from rlsched.runtime.cluster import connect, run_training
+from rlsched.runtime.workers import EnvPool
 from rlsched.sim.params import load_sim_config
 
 
@@ -20,6 +21,7 @@ def test_a_run_writes_its_outputs_and_leaves_ray_stopped(tmp_path: Path) -> None
         cfg, 2, None, files["m.jsonl"], files["t.png"], trace=files["trace.jsonl"]
     )
     assert not ray.is_initialized()
+    assert isinstance(driver.envpool, EnvPool)  # GridWalk's steps are quick: in the driver
     rows = [json.loads(line) for line in files["m.jsonl"].read_text().splitlines()]
     assert [r.get("step") for r in rows[:2]] == [1, 2] and rows[2]["kind"] == "summary"
     summary = rows[2]
@@ -54,9 +56,23 @@ def test_a_run_writes_its_outputs_and_leaves_ray_stopped(tmp_path: Path) -> None
 
 def test_ray_timeline_when_asked(tmp_path: Path) -> None:
     png = tmp_path / "t.png"
-    run_training(tiny(), 1, None, None, png, ray_timeline=True)
+    driver = run_training(tiny(env={"process": "actor"}), 1, None, None, png, ray_timeline=True)
+    assert not isinstance(driver.envpool, EnvPool)  # the pool actor, as asked
     ray_tasks = json.loads(png.with_suffix(".ray.json").read_text())
     assert any("offload" in str(e.get("name", "")) for e in ray_tasks)
+
+
+def test_where_environments_step() -> None:
+    """`auto`: in the driver for a class that declares quick steps and no latency, else the
+    actor; `driver` and `actor` as asked."""
+    faulty = {"name": "faulty-grid", "kwargs": {"size": 3, "max_steps": 6}}
+    assert tiny().env.in_driver()
+    assert not tiny(env={"process": "actor"}).env.in_driver()
+    assert not tiny(env={"latency": {"mean_s": 0.01}}).env.in_driver()
+    assert tiny(env={"latency": {"mean_s": 0.0, "kind": "lognormal"}}).env.in_driver()
+    assert not tiny(env=faulty).env.in_driver()  # it sleeps: quick_steps is False
+    assert tiny(env={**faulty, "process": "driver"}).env.in_driver()
+    assert not tiny(env={"name": "runtime_parts:SilentEnv", "kwargs": {}}).env.in_driver()
 
 
 def test_engine_and_switch_totals_sum_the_devices() -> None:
