@@ -1,13 +1,14 @@
 """Step 3 of design/rlsched_calibrate.md: micro-runs in the run's layout (a real local Ray
 cluster), the engine-step fit and the round trips; no timing bounds."""
 
+import time
 from pathlib import Path
 
 import pytest
 import ray
 import yaml
 from click.testing import CliRunner
-from runtime_parts import TINY, tiny
+from runtime_parts import TINY, start_ray, tiny
 
 from rlsched.cli import cli
 from rlsched.runtime.bench import fit_line
@@ -205,10 +206,23 @@ def test_the_run_layout_measured_on_a_real_cluster(tmp_path: Path, process: str)
     through the pool actor."""
     cfg = tiny(env={"process": process})
     grid = ((2, 3, 1, 4), (64, 1, 2, 8))  # the second capped at max_inflight_per_rank
+    joined = process == "actor"  # this process is on Ray already: it stays, the probes go
+    if joined:
+        start_ray()
     samples = measure_layout(
         cfg, seconds=0.1, walks=2, grid=grid, train_grid=((4, 8), (8, 8)), alone=((4, 2, 1, 4),)
     )
-    assert not ray.is_initialized()  # started here, stopped here
+    assert ray.is_initialized() is joined  # started here, stopped here; else left running
+    if joined:
+        try:  # every probe actor was killed: the cluster gets its GPUs back (bounded polling)
+            total = ray.cluster_resources()["GPU"]
+            for _ in range(300):
+                if ray.available_resources().get("GPU", 0) == total:
+                    break
+                time.sleep(0.1)
+            assert ray.available_resources().get("GPU", 0) == total
+        finally:
+            ray.shutdown()
     cells = samples["cells"]
     cap = cfg.scheduler.max_inflight_per_rank
     assert [
@@ -251,6 +265,7 @@ def test_the_run_layout_measured_on_a_real_cluster(tmp_path: Path, process: str)
     warmup = samples["warmup"]
     assert warmup["turns"] >= 2 and warmup["tokens"] == 32 and warmup["train_s"] > 0
     assert len(samples["switches"]) == 4 and samples["devices"] == 2
+    assert (samples["trainer"], samples["serving"]) == (1, [0])  # the last trains, others serve
     assert all(t["train_s"] > 0 and t["sync_s"] > 0 for t in samples["train"])
     # the profile section is the fit of these samples; the simulator's loader takes it
     layout = fit_layout(samples)

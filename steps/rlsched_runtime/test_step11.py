@@ -7,17 +7,24 @@ import pytest
 import ray
 from runtime_parts import make_driver, start_ray, tiny
 
-from rlsched.core.commands import Dispatch, Offload, StartEnvStep
+from rlsched.core.commands import Dispatch, Offload, StartEnvStep, Train, TrainSample
 from rlsched.core.events import (
     EnvStepDone,
     EnvStepFailed,
     EnvStepTimedOut,
     OffloadDone,
     RequestFinished,
+    TrainingDone,
     WorkerLost,
     WorkerRecovered,
 )
-from rlsched.core.shell import PendingDeviceOp, PendingEnvStep, PendingRecovery, PendingRequest
+from rlsched.core.shell import (
+    PendingDeviceOp,
+    PendingEnvStep,
+    PendingRecovery,
+    PendingRequest,
+    PendingTrain,
+)
 
 
 @pytest.fixture(scope="module")
@@ -62,6 +69,7 @@ def test_answers_env_faults_and_a_lost_worker(cluster: None) -> None:
     assert EnvStepTimedOut not in outcomes  # a raising environment is no timeout (0.4.0)
     if EnvStepFailed in outcomes:
         assert driver.counters["env_failed"] == 1 and driver.store.records[0].failed
+        assert "RuntimeError" in driver.causes[-1]  # the environment's error, kept for the user
         assert driver.counters["env_step_timeouts"] == 0
     else:
         assert all(o is EnvStepDone for o in outcomes)
@@ -93,6 +101,37 @@ def test_a_hanging_environment_step_times_out(cluster: None) -> None:
     assert not driver._pending and driver._expired_timers() == []
     driver._observe_pool()
     assert driver._transitions.shrink_since is None
+
+
+def test_a_request_past_its_session_deadline_is_aborted(cluster: None) -> None:
+    """The session deadline's timer sends an abort to the request's rank (its answer still
+    comes through `generate`); it makes no event of its own."""
+    driver = make_driver(tiny())
+    ids = start_group(driver)
+    driver._dispatch(Dispatch(0, 0, 0, 0, 1, len(ids), 0, 4, 0, driver.now() + 0.2))
+    time.sleep(0.3)
+    assert driver._expired_timers() == []
+    aborts = [p for p in driver._pending.values() if p.op is None]
+    assert [p.device for p in aborts] == [1] and driver.ledger.outstanding(PendingRequest)
+
+
+def test_a_lost_device_fails_the_training_step_it_was_in(cluster: None) -> None:
+    """The step in progress on a lost device ends at once, failed, at the version it would
+    have made, and leaves the ledger."""
+    driver = make_driver(tiny())
+    start_group(driver)
+    action = driver.sampling.allowed_token_ids[0]
+    prompt = len(driver.store.records[0].tokens)
+    for tid in range(4):
+        driver.store.begin_turn(10 + tid, tid, 0, prompt, 0)
+        driver.store.add_generated(10 + tid, tid, [action], [-1.0])
+        driver.store.commit_turn(tid)
+    samples = tuple(TrainSample(t, 0, (0,), False) for t in range(4))
+    driver.execute(Train(5, (1,), 0, samples))
+    assert len(driver.ledger.outstanding(PendingTrain)) == 1
+    events = driver._lose(1)
+    assert events == [WorkerLost(events[0].time, 1), TrainingDone(events[0].time, 5, 1, ok=False)]
+    assert driver.ledger.outstanding(PendingTrain) == []
 
 
 def test_an_expand_is_measured_even_when_its_device_shrinks_again_in_the_same_event(
@@ -129,6 +168,8 @@ def test_a_lost_worker_is_replaced_and_its_old_answers_are_dropped(cluster: None
     ray.wait([ref], timeout=30)
     lost = driver._answer(ref, pending)
     assert [type(e) for e in lost] == [WorkerLost] and driver.lost == {0}
+    assert driver.ledger.outstanding(PendingRequest) == []  # its request left the ledger
+    assert driver._epoch[0] == 1  # one actor generation later
     assert driver.restarts[0] == 1 and 0 in driver._respawning
     assert "ActorDiedError" in driver.causes[0] or "Actor" in driver.causes[0]
     # the offload sent to the dead actor: answered (an error) but dropped, not a second loss
