@@ -73,6 +73,8 @@ def test_where_environments_step() -> None:
     assert not tiny(env=faulty).env.in_driver()  # it sleeps: quick_steps is False
     assert tiny(env={**faulty, "process": "driver"}).env.in_driver()
     assert not tiny(env={"name": "runtime_parts:SilentEnv", "kwargs": {}}).env.in_driver()
+    # a subclass of a quick class does not inherit the promise (this one ends its process)
+    assert not tiny(env={"name": "dying_env:DyingGrid", "kwargs": {}}).env.in_driver()
 
 
 def test_engine_and_switch_totals_sum_the_devices() -> None:
