@@ -244,9 +244,8 @@ def test_the_run_layout_measured_on_a_real_cluster(tmp_path: Path, process: str)
         assert all(0 <= k < cell["per_worker"] * cell["workers"] for k in inflight)
     if process == "actor":
         assert max(k for c in cells for k in c["env_inflight"]) >= 1
-    else:  # stepped at once: none in flight, the step's own microseconds
+    else:  # stepped at once, in this process: none in flight
         assert all(k == 0 for c in cells for k in c["env_inflight"])
-        assert max(x for c in cells for x in c["env_s"]) < 0.1
     for cell in cells:
         assert all(1 <= s[0] <= cap and 0 <= s[1] <= s[0] and s[4] >= 0 for s in cell["steps"])
         # an answer may leave before the next step ends (its call won the worker's lock): the
