@@ -6,6 +6,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 import ray
 from runtime_parts import tiny
 
@@ -52,6 +53,15 @@ def test_a_run_writes_its_outputs_and_leaves_ray_stopped(tmp_path: Path) -> None
         "workload": {"trace": str(files["trace.jsonl"])},
     }
     assert load_sim_config(sim).workload.trace == files["trace.jsonl"]  # the simulator reads it
+
+
+def test_a_run_that_fails_before_its_driver_exists_still_cleans_up(tmp_path: Path) -> None:
+    """The driver refuses a stop word its tokenizer lacks: the error is the driver's, the
+    metrics file holds no summary, and Ray is stopped."""
+    out = tmp_path / "m.jsonl"
+    with pytest.raises(ValueError, match="rollout.stop_words: unknown token"):
+        run_training(tiny(rollout={"stop_words": ["zzz"]}), 1, None, out, tmp_path / "t.png")
+    assert out.read_text() == "" and not ray.is_initialized()
 
 
 def test_ray_timeline_when_asked(tmp_path: Path) -> None:
