@@ -33,16 +33,17 @@ def test_each_step_is_recorded_with_its_rows_joins_padding_and_widest_context() 
     assert probe.num_active == 3 and probe.version == engine.version  # passed through
     assert probe.step() == []
     # rows 1 and 2 join, fed 9 and 5 tokens padded to 9; 3 waits
-    assert probe.steps[0][2:] == (2, 2, 18, 9, 3, 1)  # one pass: 9 + 5 + 128 > 18
+    assert probe.steps[0][2:] == (2, 2, 18, 9, 3, 1, 0)  # one pass: 9 + 5 + 128 > 18
     first = probe.step()
     assert sorted(out.rid for out in first) == [1, 2]
-    assert probe.steps[1][2:] == (2, 0, 2, 10, 1, 1)  # one token each, contexts 10 and 6
+    assert probe.steps[1][2:] == (2, 0, 2, 10, 1, 1, 0)  # one token each, contexts 10 and 6
     assert probe.ended == {}  # their answers leave when the next step ends
     finished = probe.step()
     assert [out.rid for out in finished] == [3]
     # 1 and 2 leave with this step's end; 3 at once, nothing follows it
     assert set(probe.ended) == {1, 2, 3} and len(set(probe.ended.values())) == 1
-    assert probe.steps[2][2:] == (1, 1, 4, 4, 0, 1)
+    # 1 and 2, finished by the step before, answer while this one runs
+    assert probe.steps[2][2:] == (1, 1, 4, 4, 0, 1, 2)
     began, ended = probe.steps[2][:2]
     assert 0 <= ended - began < 60
     probe.submit(4, [b, a, a, a], 5, sampling)
@@ -60,9 +61,9 @@ def test_a_step_run_as_two_passes_is_recorded_with_the_positions_they_computed()
     probe.submit(2, [a, a, b, a, a], 2, sampling)  # 5 tokens
     probe.step()
     # 5 + 9 positions in two passes instead of 2 x 9 in one
-    assert probe.steps[0][2:] == (2, 2, 14, 9, 2, 2)
+    assert probe.steps[0][2:] == (2, 2, 14, 9, 2, 2, 0)
     probe.step()
-    assert probe.steps[1][4:] == (2, 10, 0, 1)  # one token each: equal feeds, one pass
+    assert probe.steps[1][4:] == (2, 10, 0, 1, 0)  # one token each: equal feeds, one pass
 
 
 def test_the_recompute_engine_pads_every_row_to_the_widest_context() -> None:

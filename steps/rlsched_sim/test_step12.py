@@ -261,6 +261,40 @@ def test_round_trips_grow_with_the_calls_outstanding() -> None:
     assert simulation._outstanding() == 2
 
 
+def test_each_request_s_ways_spread_around_the_line_as_measured() -> None:
+    """0.18.0: a request's way in and back are the line's times the quantile its id draws;
+    the step rank pays for the answers leaving while it steps."""
+    cfg, base, work = _stepped(request_in_s_per_call=0.1, step_answer_s=0.02)
+    spreads = {
+        "request_in_spread": {"quantiles": [0.0, 2.0], "source": "hand-computed case"},
+        "request_out_spread": {"quantiles": [0.5, 1.5], "source": "hand-computed case"},
+    }
+    cost = CostModel.model_validate({**base.model_dump(exclude_none=True), **spreads})
+    simulation = Simulation(cfg, cost, work)
+    assert simulation.ranks[0].answer_s == 0.02
+    for rid in range(4):
+        simulation._dispatch(Dispatch(rid, rid, 0, 0, 0, 100, 0, 5, 0, None))
+    way_in = [0.5 + 0.1 * k for k in range(4)]  # the line at the calls outstanding
+    want = [
+        (w * cost.request_in_spread.factor(rid), rid, 0.25 * cost.request_out_spread.factor(rid, 1))
+        for rid, w in enumerate(way_in)
+    ]
+    got = sorted(((a[1], a[0], a[5]) for a in simulation.ranks[0].arriving))
+    assert [rid for rid, _, _ in got] == [0, 1, 2, 3]
+    for (_, at, back), (way, _, out) in zip(got, want, strict=True):
+        assert (at, back) == (pytest.approx(way), pytest.approx(out))
+    assert {round(at / w, 6) for (_, at, _), w in zip(got, way_in, strict=True)} == {0.0, 2.0}
+    # the same calls, the same draws: a run does not depend on anything but its ids
+    again = Simulation(cfg, cost, work)
+    for rid in range(4):
+        again._dispatch(Dispatch(rid, rid, 0, 0, 0, 100, 0, 5, 0, None))
+    assert sorted((a[1], a[0], a[5]) for a in again.ranks[0].arriving) == got
+    # without spreads each takes the line's mean, as before
+    plain = Simulation(cfg, base, work)
+    plain._dispatch(Dispatch(3, 3, 0, 0, 0, 100, 0, 5, 0, None))
+    assert [(a[0], a[5]) for a in plain.ranks[0].arriving] == [(0.5, 0.25)]
+
+
 def test_an_environment_call_waits_for_the_service_of_the_calls_ahead() -> None:
     """0.15.1: the environment's path is a FIFO server: a call waits for the service of the
     steps ahead of it; requests decoding on the ranks do not queue there."""

@@ -3,7 +3,7 @@
 import pytest
 from pydantic import ValidationError
 
-from rlsched.sim.params import CostModel, Dist, KvSpec, PolicySpec, Sourced
+from rlsched.sim.params import CostModel, Dist, KvSpec, PolicySpec, Sourced, Spread
 
 S = {"value": 1.0, "source": "measured"}
 
@@ -150,3 +150,22 @@ def test_a_policy_s_kv_options_default_to_hbm_only() -> None:
     assert kv.host_gb is None and kv.host_gb_per_s is None and kv.link_gb_per_s is None
     host = _kv(host_gb=100, host_gb_per_s=25, link_gb_per_s=50)
     assert (host.host_gb.value, host.host_gb_per_s.value, host.link_gb_per_s.value) == (100, 25, 50)
+
+
+def test_a_spread_draws_each_quantile_equally_and_the_same_for_the_same_call() -> None:
+    spread = Spread(quantiles=(0.2, 0.6, 1.0, 2.2), source="measured")
+    draws = [spread.factor(key) for key in range(400)]
+    assert sorted(set(draws)) == [0.2, 0.6, 1.0, 2.2]
+    counts = [draws.count(q) for q in spread.quantiles]
+    assert max(counts) - min(counts) <= 4  # equal shares over consecutive ids
+    assert [spread.factor(key) for key in range(400)] == draws  # no hidden state
+    back = [spread.factor(key, 1) for key in range(400)]
+    assert back != draws and sorted(set(back)) == [0.2, 0.6, 1.0, 2.2]
+    assert abs(sum(draws) / 400 - 1.0) < 0.02
+    assert Spread(quantiles=(1.0,), source="measured").factor(12345, 1) == 1.0
+    with pytest.raises(ValidationError, match="quantiles"):
+        Spread(quantiles=(), source="measured")
+    with pytest.raises(ValidationError, match="quantiles"):
+        Spread(quantiles=(1.0, -0.1), source="measured")
+    with pytest.raises(ValidationError, match="source"):
+        Spread(quantiles=(1.0,), source="")

@@ -141,13 +141,29 @@ def test_the_engine_step_model_needs_all_its_terms_and_no_memory_model() -> None
         load_sim_config(paper)
     bare = yaml.safe_load(FOUR.read_text())
     bare["cost"]["request_out_s"] = s
-    with pytest.raises(ConfigError, match=r"step_pass_s: need the engine-step model"):
+    with pytest.raises(ConfigError, match=r"request_out_spread: need the engine-step model"):
         load_sim_config(bare)
-    for name in ("step_split_tokens", "step_pass_s"):  # each alone needs the step model too
+    spread = {"quantiles": [0.5, 1.5], "source": "a test"}
+    for name, figure in (
+        ("step_split_tokens", {"value": 2, "source": "a test"}),
+        ("step_pass_s", {"value": 2, "source": "a test"}),
+        ("step_answer_s", s),
+        ("request_in_spread", spread),
+        ("request_out_spread", spread),
+    ):  # each alone needs the step model too
         alone = yaml.safe_load(FOUR.read_text())
-        alone["cost"][name] = {"value": 2, "source": "a test"}
-        with pytest.raises(ConfigError, match=r"step_pass_s: need the engine-step model"):
+        alone["cost"][name] = figure
+        with pytest.raises(ConfigError, match=r"request_out_spread: need the engine-step model"):
             load_sim_config(alone)
+    # with it, each is taken; a spread needs at least one quantile, none negative
+    data["cost"]["step_answer_s"] = s
+    data["cost"]["request_in_spread"] = spread
+    taken = load_sim_config(data).cost
+    assert taken.step_answer_s.value == 0.01 and taken.request_in_spread.quantiles == (0.5, 1.5)
+    for bad in ([], [1.0, -0.5]):
+        data["cost"]["request_in_spread"] = {"quantiles": bad, "source": "a test"}
+        with pytest.raises(ConfigError, match=r"cost\.request_in_spread\.quantiles"):
+            load_sim_config(data)
     bare["cost"] = {k: v for k, v in bare["cost"].items() if k != "request_out_s"}
     bare["cost"]["env_call_s"] = s  # an environment call's round trip needs no step model
     assert load_sim_config(bare).cost.env_call_s.value == 0.01

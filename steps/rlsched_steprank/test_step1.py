@@ -34,6 +34,27 @@ def test_the_step_cost_has_five_terms_and_one_for_a_second_pass() -> None:
         StepRank(TERMS, max_batch=1, in_s=-1.0, out_s=0.0, retain=1)
 
 
+def test_a_step_pays_for_each_answer_leaving_while_it_runs() -> None:
+    rank = StepRank(TERMS, max_batch=4, in_s=0.0, out_s=0.5, retain=2, answer_s=0.003)
+    assert rank.step_seconds(3, 12, 10, 1, answers=2) == pytest.approx(
+        rank.step_seconds(3, 12, 10, 1) + 0.006
+    )
+    with pytest.raises(ValueError, match="VAL_NON_NEGATIVE"):
+        StepRank(TERMS, 4, 0.0, 0.0, 2, answer_s=-0.001)
+    # rid 1 (one token) and rid 2 (two) join; the first step finishes rid 1
+    rank.arriving.extend([(0.0, 1, 10, 4, 1, 0.5), (0.0, 2, 20, 4, 2, 0.5)])
+    rank._start_step(0.0)
+    first = rank.step_end
+    assert first == pytest.approx(rank.step_seconds(2, 8, 4, 2))  # nothing leaving yet
+    rank._end_step(first)
+    # rid 1's answer leaves while the second step runs: that step pays for it
+    rank._start_step(first)
+    assert rank.step_end - first == pytest.approx(rank.step_seconds(1, 1, 5, 0) + 0.003)
+    rank._end_step(rank.step_end)
+    # sent off with the second step's end: the third (nothing left to run) pays for none
+    assert rank.leaving == [(2, 2, 0.5)] and len(rank.answers) == 1
+
+
 def test_rows_join_padded_to_the_longest_feed_and_keep_their_prefix() -> None:
     rank = StepRank(TERMS, max_batch=2, in_s=0.0, out_s=0.5, retain=1)
     # (at, rid, tid, context, gen, way back): three requests arrived, only two rows per step
