@@ -1,6 +1,7 @@
 """Step 4 of design/rlsched_calibrate.md: the layout's fits (the engine step, the round trips'
 lines and spreads, training), the line `rlsched calibrate` prints and its refusals."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -53,6 +54,8 @@ def test_a_spread_is_each_call_over_its_own_cells_mean() -> None:
     # a negative way back counts as 0; a cell whose mean is 0 says nothing about the shape
     assert spread_points([[-0.002, 0.002], [0.0, 0.0]]) == [0.0] * 10 + [2.0] * 10
     assert spread_points([[0.0], []]) == [] and spread_points([]) == []
+    # each point rounded to four places: 1 and 2 around 1.5
+    assert spread_points([[1.0, 2.0]]) == [0.6667] * 10 + [1.3333] * 10
     lumpy = spread_points([[0.001 * k for k in range(1, 50)], [7.0, 1.0, 3.0]])
     assert lumpy == sorted(lumpy) and sum(lumpy) / len(lumpy) == pytest.approx(1.0, abs=1e-3)
 
@@ -87,8 +90,8 @@ def _layout() -> dict:
     return {
         "host": "h",
         "created": "now",
-        "load_before": [1.0, 1.0, 1.0],
-        "load_after": [2.0, 2.0, 2.0],
+        "load_before": [1.0, 0.5, 0.25],
+        "load_after": [2.0, 1.5, 1.25],
         "devices": 2,
         "cells": [
             {
@@ -204,6 +207,13 @@ def test_the_layout_section_fits_its_samples_and_names_its_source() -> None:
     assert "environment call 4.0 ms + 2.00 ms per environment step in flight" in line
     # an engine that never splits (the recompute engine): no split figure
     assert "step_split_tokens" not in fit_layout(_layout() | {"split_tokens": None})
+    # steps that took no time: every term 0, and the alone factor cannot be told (1)
+    idle = _layout()
+    for cell in idle["cells"]:
+        cell["steps"] = [[*step[:4], 0.0, *step[5:]] for step in cell["steps"]]
+    fitted = fit_layout(idle)
+    assert [fitted["step"][k] for k in terms] == [0.0] * 7
+    assert fitted["step_alone_factor"]["value"] == 1.0
     # cells whose ways were never timed: no spread to draw from
     bare = _layout()
     for cell in bare["cells"]:
@@ -228,3 +238,31 @@ def test_calibrate_refuses_a_missing_config_in_one_line(tmp_path: Path) -> None:
     assert result.exit_code == 2 and not (tmp_path / "p").exists()
     lines = result.output.splitlines()
     assert len(lines) == 1 and lines[0].startswith(f"{config}: cannot read: "), result.output
+
+
+def test_calibrate_writes_the_profile_and_prints_its_fits(tmp_path: Path) -> None:
+    """The command end to end on the tiny config (a real local Ray cluster, cells of 0.1 s)."""
+    config = tmp_path / "tiny.yaml"
+    config.write_text(yaml.safe_dump(TINY), encoding="utf-8")
+    out = tmp_path / "new" / "dir" / "profile.json"
+    args = ["calibrate", str(config), "--out", str(out), "--seconds", "0.1", "--repeats", "1"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    text = out.read_text(encoding="utf-8")
+    profile = json.loads(text)
+    assert text.startswith('{\n  "')  # indented for a reader
+    samples = profile["samples"]["layout"]
+    assert profile["layout"] == fit_layout(samples)
+    assert profile["layout"]["step"]["answer_s"] >= 0.0
+    lines = [line for line in result.output.splitlines() if "WARNING" not in line]
+    assert lines[0].startswith("decode step ")
+    assert lines[1] == layout_summary(profile["layout"])
+    assert lines[2].startswith(f"profile: {out} (")
+    assert lines[2].endswith(f"s, load {profile['load_after'][0]})")
+    # without the layout: the one-process figures only
+    flat = tmp_path / "flat.json"
+    args = ["calibrate", str(config), "--out", str(flat), "--no-layout", "--repeats", "1"]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    assert "layout" not in json.loads(flat.read_text(encoding="utf-8"))
+    assert "in the run's layout" not in result.output
