@@ -46,6 +46,10 @@ def test_each_step_is_recorded_with_its_rows_joins_padding_and_widest_context() 
     assert probe.steps[2][2:] == (1, 1, 4, 4, 0, 1, 2)
     began, ended = probe.steps[2][:2]
     assert 0 <= ended - began < 60
+    # an engine that emptied sent its answers at once: the next step has none leaving
+    probe.submit(5, [a, b], 1, sampling)
+    probe.step()
+    assert probe.steps[3][2:] == (1, 1, 1, 2, 0, 1, 0)  # fed 1: rid 1's slot kept `a`
     probe.submit(4, [b, a, a, a], 5, sampling)
     aborted = probe.abort([4])
     assert [out.rid for out in aborted] == [4] and 4 in probe.ended
