@@ -160,7 +160,7 @@ def test_a_failed_training_call_fails_its_step_and_a_stranger_s_death_is_raised(
         assert events == [TrainingDone(pytest.approx(driver.now(), abs=5), 4, 3, ok=False)]
         assert driver.counters["train_errors"] == 1 and not driver.ledger.holds(step)
         assert driver.train_failures == 1 and len(notes) == 1
-        assert notes[0].startswith("training step 4 failed (RayTaskError(ValueError)")
+        assert notes[0].startswith("training step 4 failed (ValueError: ")
 
         @ray.remote(num_cpus=0)
         class Stranger:

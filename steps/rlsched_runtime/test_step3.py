@@ -55,3 +55,14 @@ def test_run_errors_are_one_line_and_name_their_cause() -> None:
     )
     assert first_line(ValueError()) == "ValueError"
     assert len(first_line(KeyError("k" * 500))) == 200
+    # an actor's error as the driver gets it: Ray's wrapper, named by the error itself
+    import ray.exceptions
+
+    raised = RuntimeError("the vault jammed\n  at step 3")
+    wrapped = ray.exceptions.RayTaskError("EnvPool.step", "Traceback ...", raised)
+    assert first_line(wrapped.as_instanceof_cause()) == "RuntimeError: the vault jammed"
+    assert first_line(wrapped) == "RuntimeError: the vault jammed"
+    # another error's `cause` is its own business
+    other = ValueError("outer")
+    other.cause = RuntimeError("inner")  # type: ignore[attr-defined]
+    assert first_line(other) == "ValueError: outer"
