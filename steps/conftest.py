@@ -8,6 +8,10 @@ from hypothesis import HealthCheck, settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+# Ray reads this when it is imported, and some checks import Ray before the runtime (which sets
+# it too): every local cluster a check starts listens on loopback only
+os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+
 # Hypothesis runs the same examples every time (derandomize) and never judges by the clock: the
 # suite must not depend on timing or on a previous run's database. HYPOTHESIS_PROFILE=explore
 # searches with fresh randomness when hunting for bugs.

@@ -129,6 +129,46 @@ ray.shutdown()
 """
 
 
+LOOPBACK = """
+import sys
+if sys.argv[1] == "ray first":
+    import ray
+from rlsched.runtime.cluster import connect
+from rlsched.runtime.errors import RunError
+import ray
+try:
+    connect(None, 2)
+except RunError as exc:
+    print(f"refused, Ray running: {ray.is_initialized()}: {exc}", flush=True)
+else:
+    print(ray.get_runtime_context().gcs_address, flush=True)
+    ray.shutdown()
+"""
+
+
+@pytest.mark.parametrize("order", ["rlsched first", "ray first"])
+def test_a_local_cluster_listens_on_loopback_or_is_refused(order: str) -> None:
+    """Ray reads the loopback setting when imported (0.8.4): importing the runtime first sets
+    it in time; a process that imported Ray before gets a cluster on the machine's address,
+    which `connect` stops and refuses in one line."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RAY_")}
+    done = subprocess.run(
+        [sys.executable, "-c", LOOPBACK, order],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=180,
+    )
+    [line] = done.stdout.splitlines()
+    if order == "rlsched first" or line.startswith("127.0.0.1:"):
+        # (Ray first on a machine whose only address is loopback starts there: accepted)
+        assert line.startswith("127.0.0.1:"), line
+    else:
+        assert line.startswith("refused, Ray running: False: Ray started on "), line
+        assert line.endswith("(set it first, or import rlsched.runtime before Ray)")
+        assert "127.0.0.1" not in line
+
+
 def test_connect_joins_the_cluster_named_by_ray_address(monkeypatch) -> None:
     """Without `--address`, `RAY_ADDRESS` names the cluster to join (Ray refuses resources from
     a process that joins one); `local` starts one declaring the run's devices."""
