@@ -263,6 +263,12 @@ RECORDED_BOUND = {
     ("s0925", "s0925"): {"colocate": 0.24, "disaggregated": 0.12, "timeshare": 0.37},
     ("s0925", "s0904"): {"colocate": 0.15, "disaggregated": 0.02, "timeshare": 0.13},
     ("s0925", "s0817"): {"colocate": 0.09, "disaggregated": 0.02, "timeshare": 0.06},
+    # sessions m and n (s0044, s0048; calibrate 0.7: answers and spreads, sim 0.18), each
+    # session's runs from both profiles
+    ("s0044", "s0044"): {"colocate": 0.10, "disaggregated": 0.09, "timeshare": 0.01},
+    ("s0048", "s0048"): {"colocate": 0.11, "disaggregated": 0.09, "timeshare": 0.07},
+    ("s0044", "s0048"): {"colocate": 0.17, "disaggregated": 0.13, "timeshare": 0.08},
+    ("s0048", "s0044"): {"colocate": 0.06, "disaggregated": 0.06, "timeshare": 0.01},
 }
 
 
