@@ -101,6 +101,9 @@ def test_the_run_layout_measured_on_a_real_cluster(tmp_path: Path, process: str)
     # then once more with the serving workers idle
     assert [t["tokens"] for t in samples["train_alone"]] == [32, 64]
     assert all(t["train_s"] > 0 for t in samples["train_alone"])
+    # and with every worker training its own share at once, as colocate trains
+    assert [t["tokens"] for t in samples["train_together"]] == [32, 64]
+    assert all(t["train_s"] > 0 for t in samples["train_together"])
     # a warm-up ran first (the first cell, one training step of the first size), not kept
     warmup = samples["warmup"]
     assert warmup["turns"] >= 2 and warmup["tokens"] == 32 and warmup["train_s"] > 0
@@ -122,6 +125,12 @@ def test_the_run_layout_measured_on_a_real_cluster(tmp_path: Path, process: str)
         fit_lsq(rows, [s[4] for c in full for s in c["steps"]])
     )
     assert layout["step_alone_factor"]["value"] > 0 and layout["train_alone_factor"]["value"] > 0
+    line = [
+        layout["train_fixed_s"]["value"] + layout["train_s_per_token"]["value"] * t
+        for t in (32, 64)
+    ]
+    together = sum(t["train_s"] for t in samples["train_together"])
+    assert layout["train_together_factor"]["value"] == pytest.approx(together / sum(line))
     # the ways in and back spread around their means, as measured
     for key in ("request_in_spread", "request_out_spread"):
         points = layout[key]["quantiles"]

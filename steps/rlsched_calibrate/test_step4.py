@@ -128,6 +128,8 @@ def _layout() -> dict:
         ],
         # the serving workers idle: half of what the line beside them gives (0.3 + 0.5)
         "train_alone": [{"tokens": 100, "train_s": 0.15}, {"tokens": 300, "train_s": 0.25}],
+        # every worker training its share at once: 1.5 times the line (0.3 + 0.5)
+        "train_together": [{"tokens": 100, "train_s": 0.5}, {"tokens": 300, "train_s": 0.7}],
         "switches": [
             {"offload_s": 0.003, "reload_s": 0.002},
             {"offload_s": 0.005, "reload_s": 0.004},
@@ -170,6 +172,8 @@ def test_the_layout_section_fits_its_samples_and_names_its_source() -> None:
     )
     assert layout["sync_s"]["value"] == pytest.approx(0.03)
     assert layout["train_alone_factor"]["value"] == pytest.approx(0.5)
+    assert layout["train_together_factor"]["value"] == pytest.approx(1.5)
+    assert "on all 2 workers at once" in layout["train_together_factor"]["source"]
     assert (
         "2 training steps through Ray with the serving workers idle"
         in (layout["train_alone_factor"]["source"])
@@ -187,6 +191,7 @@ def test_the_layout_section_fits_its_samples_and_names_its_source() -> None:
     assert costs["step_answer_s"]["value"] == step["answer_s"]
     assert costs["env_call_s_per_env_step"] == layout["env_call_s_per_env_step"]
     assert costs["train_alone_factor"] == layout["train_alone_factor"]
+    assert costs["train_together_factor"] == layout["train_together_factor"]
     assert costs["step_split_tokens"] == layout["step_split_tokens"]
     for key in ("request_in_spread", "request_out_spread"):
         assert costs[key] == layout[key]
@@ -196,9 +201,15 @@ def test_the_layout_section_fits_its_samples_and_names_its_source() -> None:
     old = dict(layout, step={k: v for k, v in step.items() if k not in ("pass_s", "answer_s")})
     for key in ("step_split_tokens", "request_in_spread", "request_out_spread"):
         del old[key]
+    del old["train_together_factor"]
     costs = layout_costs({"layout": old})
     assert "step_pass_s" not in costs and "step_split_tokens" not in costs
     assert "step_answer_s" not in costs and "request_in_spread" not in costs
+    assert "train_together_factor" not in costs
+    # samples measured before training together was (calibrate 0.7): no factor
+    assert "train_together_factor" not in fit_layout(
+        {k: v for k, v in _layout().items() if k != "train_together"}
+    )
     assert costs["step_join_s"]["value"] == step["join_s"]
     # the line `rlsched calibrate` prints
     line = layout_summary(layout)

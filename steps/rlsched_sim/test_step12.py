@@ -208,6 +208,16 @@ def test_training_alone_takes_the_alone_factor_and_beside_a_load_more() -> None:
     assert simulation._train_slowdown((0, 1)) == 0.5  # every rank trains
     plain = Simulation(RlschedConfig.model_validate(mapping), _stepped()[1], work)
     assert plain._train_slowdown((1,)) == 1.0  # no factor measured: as before
+    # 0.19.0: a step on more than one device takes the factor measured training together
+    _, both, _ = _stepped(train_alone_factor=0.5, train_together_factor=0.8)
+    simulation = Simulation(RlschedConfig.model_validate(mapping), both, work)
+    assert simulation._train_slowdown((0, 1)) == 0.8
+    assert simulation._train_slowdown((1,)) == 0.5  # one device: the alone factor
+    simulation._dispatch(Dispatch(0, 0, 0, 0, 0, 100, 0, 5, 0, None))
+    assert simulation._train_slowdown((1,)) == 0.5 + 0.5 * 1 / 4
+    _, only, _ = _stepped(train_together_factor=0.8)  # without the alone factor
+    simulation = Simulation(RlschedConfig.model_validate(mapping), only, work)
+    assert simulation._train_slowdown((0, 1)) == 0.8 and simulation._train_slowdown((1,)) == 1.0
 
 
 def test_the_environment_call_counts_with_the_old_rank_model_too() -> None:
