@@ -104,6 +104,9 @@ def test_the_run_layout_measured_on_a_real_cluster(tmp_path: Path, process: str)
     # and with every worker training its own share at once, as colocate trains
     assert [t["tokens"] for t in samples["train_together"]] == [32, 64]
     assert all(t["train_s"] > 0 for t in samples["train_together"])
+    # the serving load turned over beside the first steps and was stopped for the others
+    assert sum(t["served"] for t in samples["train"]) > 0
+    assert [t["served"] for t in samples["train_alone"] + samples["train_together"]] == [0] * 4
     # a warm-up ran first (the first cell, one training step of the first size), not kept
     warmup = samples["warmup"]
     assert warmup["turns"] >= 2 and warmup["tokens"] == 32 and warmup["train_s"] > 0
