@@ -269,6 +269,11 @@ RECORDED_BOUND = {
     ("s0048", "s0048"): {"colocate": 0.11, "disaggregated": 0.09, "timeshare": 0.07},
     ("s0044", "s0048"): {"colocate": 0.17, "disaggregated": 0.13, "timeshare": 0.08},
     ("s0048", "s0044"): {"colocate": 0.06, "disaggregated": 0.06, "timeshare": 0.01},
+    # sessions o and p (s0124, s0128; calibrate 0.8: training together as well, sim 0.19)
+    ("s0124", "s0124"): {"colocate": 0.14, "disaggregated": 0.13, "timeshare": 0.12},
+    ("s0128", "s0128"): {"colocate": 0.08, "disaggregated": 0.12, "timeshare": 0.08},
+    ("s0124", "s0128"): {"colocate": 0.09, "disaggregated": 0.08, "timeshare": 0.08},
+    ("s0128", "s0124"): {"colocate": 0.15, "disaggregated": 0.17, "timeshare": 0.12},
 }
 
 
