@@ -1,11 +1,13 @@
 """Step 3 of design/rlsched_calibrate.md: micro-runs in the run's layout (a real local Ray
 cluster), every engine step recorded; no timing bounds. Their fits: test_step4.py."""
 
+import random
 import time
 from pathlib import Path
 
 import pytest
 import ray
+import torch
 from runtime_parts import start_ray, tiny
 
 from rlsched.runtime.bench import fit_line
@@ -15,9 +17,12 @@ from rlsched.runtime.calibrate import (
     fit_lsq,
     measure_layout,
     profile_costs,
+    start_probes,
     step_samples,
+    train_through_ray,
 )
 from rlsched.sim.params import load_sim_config
+from rlsched.trainer.grpo import synthetic_examples
 
 
 def test_a_step_lasts_until_the_next_one_while_requests_stay_active() -> None:
@@ -32,6 +37,39 @@ def test_a_step_lasts_until_the_next_one_while_requests_stay_active() -> None:
         [2, 0, 2, 10, 0.0075, 1, 1],
         [1, 1, 4, 4, 0.25, 1, 2],
     ]
+
+
+def _trained_together(second: int) -> list[dict]:
+    """Each worker's weights after one step on both workers of fresh probes, the first worker's
+    share drawn from seed 1, the second's from `second`."""
+    probes = start_probes(tiny())
+    workers = probes["workers"]
+    words = list(probes["sampling"].allowed_token_ids)
+    shares = [synthetic_examples(random.Random(seed), words, 4, 8) for seed in (1, second)]
+    try:
+        train_through_ray(workers, shares, 2, 0)
+        # gradients unpark a replica without changing it, so that it can be exported
+        looked = [w.train_grads.remote(shares[0][:1], 1, None) for w in workers]
+        exports = [
+            w.train_export.options(num_returns=2).remote(1, ref)
+            for w, ref in zip(workers, looked, strict=True)
+        ]
+        return [ray.get(weights) for weights, _ in exports]
+    finally:
+        for actor in probes["actors"]:
+            ray.kill(actor, no_restart=True)
+        if probes["started"]:
+            ray.shutdown()
+
+
+def test_a_step_on_several_workers_applies_every_share_on_each() -> None:
+    """As the driver trains on several devices: the replicas stay equal, and the second
+    worker's share changes the result."""
+    first, again = _trained_together(2), _trained_together(3)
+    for weights in (first, again):
+        assert weights[0].keys() == weights[1].keys()
+        assert all(torch.equal(weights[0][k], weights[1][k]) for k in weights[0])
+    assert any(not torch.equal(first[0][k], again[0][k]) for k in first[0])
 
 
 def test_a_cell_runs_its_seconds_and_until_each_worker_ended_a_turn() -> None:

@@ -54,10 +54,12 @@ def test_a_spread_is_each_call_over_its_own_cells_mean() -> None:
     # a negative way back counts as 0; a cell whose mean is 0 says nothing about the shape
     assert spread_points([[-0.002, 0.002], [0.0, 0.0]]) == [0.0] * 10 + [2.0] * 10
     assert spread_points([[0.0], []]) == [] and spread_points([]) == []
+    # the points' own mean is scaled away: 0.5, 0.5 and 2 over 20 shares average 1.025
+    assert spread_points([[1.0, 1.0, 4.0]]) == [0.4878] * 13 + [1.9512] * 7
     # each point rounded to four places: 1 and 2 around 1.5
     assert spread_points([[1.0, 2.0]]) == [0.6667] * 10 + [1.3333] * 10
     lumpy = spread_points([[0.001 * k for k in range(1, 50)], [7.0, 1.0, 3.0]])
-    assert lumpy == sorted(lumpy) and sum(lumpy) / len(lumpy) == pytest.approx(1.0, abs=1e-3)
+    assert lumpy == sorted(lumpy) and sum(lumpy) / len(lumpy) == pytest.approx(1.0, abs=2e-4)
 
 
 def _layout() -> dict:
