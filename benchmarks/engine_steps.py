@@ -2,10 +2,10 @@
 
     python benchmarks/engine_steps.py CONFIG MODE PROFILE [--steps 8] [--out DIR]
 
-Runs MODE of CONFIG for `--steps` steps as `rlsched bench` does, on a local Ray cluster, with
-every device worker's engine wrapped in calibrate's `StepProbe` (the run's own code otherwise),
-then simulates the same turns with PROFILE's costs as `rlsched bench --profile` does while
-recording each simulated engine step. It prints, for the run and the simulation:
+Runs and simulates MODE of CONFIG for `--steps` steps through `rlsched bench --profile`'s own
+`bench_mode` (a local Ray cluster, PROFILE's costs), with every device worker's engine wrapped
+in calibrate's `StepProbe` (the run's own code otherwise) and each simulated engine step
+recorded. It prints, for the run and the simulation:
 
 - the step time, and per serving device its engine steps: how many, their mean rows, the share
   with a joining row and the rows joining such a step, the share run as two passes;
@@ -67,68 +67,40 @@ def fit_by_rows(samples: list[list[float]], terms: list[float]) -> str:
     return f"real / fit {ratio:.2f}; by batch size " + ", ".join(parts)
 
 
-def run(cfg: Any, mode: str, steps: int, out: Path) -> tuple[float, list[dict[str, Any]]]:
-    """The run's mean step time and each device's recorded engine steps."""
+def recorded_bench(
+    cfg: Any, mode: str, steps: int, profile: dict[str, Any], out: Path
+) -> tuple[dict[str, Any], list[dict[str, Any]], list[tuple[int, int, int]]]:
+    """`rlsched bench --profile`'s run and simulation of `mode` (`bench_mode`), with each
+    device's engine steps and each simulated step (rows, joins, passes) recorded."""
     import ray
 
     import rlsched.runtime.cluster as cluster
-    from rlsched.runtime.bench import mode_config
+    import rlsched.sim.steprank as steprank
+    from rlsched.runtime.bench import bench_mode
     from rlsched.runtime.calibrate import ProbeWorker
 
-    mcfg = mode_config(cfg, mode)
     taken: list[dict[str, Any]] = []
+    logged: list[tuple[int, int, int]] = []
     stop, worker = cluster.stop_cluster, cluster.DeviceWorker
+    seconds = steprank.StepRank.step_seconds
 
     def take_then_stop(c: Any, extra: Any = ()) -> None:
         taken.extend(ray.get([w.take.remote() for w in c.workers]))
         stop(c, extra)
 
-    cluster.DeviceWorker = ProbeWorker  # record every engine step (see the docstring)
-    cluster.stop_cluster = take_then_stop
-    try:
-        driver = cluster.run_training(
-            mcfg, steps, jsonl=out / f"{mode}.jsonl", trace=out / f"{mode}.trace.jsonl"
-        )
-    finally:
-        cluster.DeviceWorker, cluster.stop_cluster = worker, stop
-    rows = driver.recorder.rows
-    return statistics.fmean(r["step_time_s"] for r in rows), taken
-
-
-def simulate(
-    cfg: Any, mode: str, steps: int, profile: dict[str, Any], out: Path
-) -> tuple[float, list[tuple[int, int, int]]]:
-    """The simulated mean step time and its engine steps (rows, joins, passes), all ranks."""
-    import rlsched.sim.steprank as steprank
-    from rlsched.runtime.bench import (
-        mode_config,
-        operating_point,
-        sim_config,
-        sim_figures,
-        workload_trace,
-    )
-    from rlsched.runtime.calibrate import profile_costs
-    from rlsched.sim.params import load_sim_config
-    from rlsched.sim.runner import run_policy
-
-    mcfg = mode_config(cfg, mode)
-    trace = out / f"{mode}.trace.jsonl"
-    batch, context, why = operating_point(mcfg, trace)
-    costs = profile_costs(profile, batch, context, why)
-    data = sim_config(mcfg, costs, workload_trace(mcfg, trace, out / "workload.jsonl"), steps)
-    logged: list[tuple[int, int, int]] = []
-    seconds = steprank.StepRank.step_seconds
-
     def logging(self: Any, rows: int, padded: int, widest: int, joins: int, *rest: int) -> float:
         logged.append((rows, joins, rest[0] if rest else 1))
         return seconds(self, rows, padded, widest, joins, *rest)
 
-    steprank.StepRank.step_seconds = logging  # record every simulated step (see the docstring)
+    # the two patch points (see the docstring): record, change nothing
+    cluster.DeviceWorker, cluster.stop_cluster = ProbeWorker, take_then_stop
+    steprank.StepRank.step_seconds = logging
     try:
-        figures = sim_figures(run_policy(load_sim_config(data), mode, steps))
+        result = bench_mode(cfg, mode, steps, out, True, profile)
     finally:
+        cluster.DeviceWorker, cluster.stop_cluster = worker, stop
         steprank.StepRank.step_seconds = seconds
-    return figures["step_time_s"], logged
+    return result, taken, logged
 
 
 def main() -> None:
@@ -147,8 +119,8 @@ def main() -> None:
     profile = load_profile(args.profile)
     out = args.out or Path(tempfile.mkdtemp(prefix="engine-steps-"))
     out.mkdir(parents=True, exist_ok=True)
-    real, devices = run(cfg, args.mode, args.steps, out)
-    simulated, sim_steps = simulate(cfg, args.mode, args.steps, profile, out)
+    result, devices, sim_steps = recorded_bench(cfg, args.mode, args.steps, profile, out)
+    real, simulated = result["real"]["step_time_s"], result["sim"]["step_time_s"]
     step = profile["layout"]["step"]
     terms = [step.get(name, 0.0) for name in STEP_TERMS]
     print(f"{args.mode}: step time real {real:.3f} s, simulated {simulated:.3f} s")
