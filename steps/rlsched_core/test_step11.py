@@ -1,9 +1,11 @@
-"""Step 11 of design/rlsched_core.md: values cheap to build (0.9.0).
+"""Step 11 of design/rlsched_core.md: values cheap to build (0.9.0; built by a subclass, 0.13.0).
 
-`value` must give exactly the class `dataclass(frozen=True, slots=True)` gives, but for an
-`__init__` that writes each slot through its member descriptor.
+`value` must give exactly the class `dataclass(frozen=True, slots=True)` gives, but built as an
+instance of a private subclass without the frozen `__setattr__` whose class is then set to the
+value class.
 """
 
+import copy
 import dataclasses
 import inspect
 import pickle
@@ -61,26 +63,47 @@ def test_the_same_value_as_the_dataclass_gives() -> None:
     assert not hasattr(p, "__dict__")
     with pytest.raises(dataclasses.FrozenInstanceError):
         p.x = 4  # type: ignore[misc]
-    assert pickle.loads(pickle.dumps(p)) == p
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        del p.x  # type: ignore[misc]
     assert dataclasses.replace(p, label="b") == Point(1.5, 3, "b", (2,))
     assert Base(0.5) == Base(0.5) and Base(0.5) != p
 
 
-def test_init_writes_the_slots_through_their_member_descriptors() -> None:
-    init = Point.__init__
-    assert init.__qualname__ == "Point.__init__"
-    for name in ("time", "x", "label", "kept"):
-        assert init.__globals__[f"_set_{name}"] == getattr(Point, name).__set__
-    assert "__setattr__" not in init.__code__.co_names
+def test_the_builder_never_escapes() -> None:
+    p, b = Point(1.5, 3), Base(0.5)
+    assert type(p) is Point and type(b) is Base
+    assert type(dataclasses.replace(p, x=4)) is Point
+    for made in (pickle.loads(pickle.dumps(p)), copy.copy(p), copy.deepcopy(p)):
+        assert type(made) is Point and made == p
+    kept = Point(2.0, 5, "k", (1, 2))
+    assert pickle.loads(pickle.dumps(kept, protocol=0)) == kept
+    assert copy.deepcopy([kept, kept]) == [kept, kept]
+
+
+def test_built_by_plain_slot_stores_then_given_its_class() -> None:
+    new = Point.__new__
+    assert new.__qualname__ == "Point.__new__"
+    assert Point.__init__ is object.__init__
+    builder = new.__globals__["_builder"]
+    assert builder is not Point and issubclass(builder, Point)
+    assert builder.__qualname__ == "Point._builder" and builder in Point.__subclasses__()
+    assert builder.__setattr__ is object.__setattr__
+    assert builder.__delattr__ is object.__delattr__
+    assert "__slots__" in vars(builder) and not vars(builder)["__slots__"]
+    assert "__setattr__" not in new.__code__.co_names
+    assert {"time", "x", "label", "kept", "__class__"} <= set(new.__code__.co_names)
 
 
 def test_events_and_commands_are_values() -> None:
     for cls in (RequestFinished, Started, Dispatch, StartEnvStep):
-        assert "_set_time" in cls.__init__.__globals__ or "_set_tid" in cls.__init__.__globals__
+        assert cls.__new__.__qualname__ == f"{cls.__name__}.__new__"
+        assert cls.__init__ is object.__init__
     d = Dispatch(1, 2, 0, 3, 4, 900, 20, 100, 2, None)
+    assert type(d) is Dispatch
     assert d.chunked is False and d == Dispatch(1, 2, 0, 3, 4, 900, 20, 100, 2, None, False)
     assert RequestFinished(1.0, 7, 5, kv_free=9).kv_free == 9
     assert Started(0.0).kv_tokens is None
+    assert pickle.loads(pickle.dumps(d)) == d
 
 
 @pytest.mark.parametrize(
@@ -97,4 +120,12 @@ def test_fields_beyond_plain_ones_are_refused(spec: dataclasses.Field) -> None:
         b = spec
 
     with pytest.raises(TypeError, match="only plain fields are supported"):
+        value(Odd)
+
+
+def test_a_private_field_name_is_refused() -> None:
+    class Odd:
+        __annotations__ = {"a": int, "_new": int}
+
+    with pytest.raises(TypeError, match="Odd._new: only plain fields are supported"):
         value(Odd)

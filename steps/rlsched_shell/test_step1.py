@@ -35,8 +35,11 @@ ALL = (
 
 def test_the_command_types_are_every_command_of_the_core_in_order() -> None:
     assert COMMAND_TYPES == ALL
-    # a slotted dataclass is made twice, so __subclasses__ holds each name twice
-    assert {c.__name__ for c in Command.__subclasses__()} == {c.__name__ for c in ALL}
+    # a slotted dataclass is made twice, so __subclasses__ holds each name twice; a value's
+    # builder is its subclass (design/rlsched_core.md 0.13.0), so Command's own is left out
+    subclasses = Command.__subclasses__()
+    named = {c.__name__ for c in subclasses if c.__qualname__ != "Command._builder"}
+    assert named == {c.__name__ for c in ALL}
     assert commands.TrainSample not in COMMAND_TYPES and Command not in COMMAND_TYPES
 
 
