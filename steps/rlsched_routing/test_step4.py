@@ -3,6 +3,7 @@
 import pytest
 from core_parts import core_parts
 
+from rlsched.core.buffer import TrajState
 from rlsched.core.commands import Dispatch, LoadPrompts
 from rlsched.core.events import PromptsLoaded
 from rlsched.core.machine import Scheduler
@@ -184,3 +185,47 @@ def test_a_static_split_waits_when_the_groups_rank_is_full() -> None:
     dispatches = [(c.tid, c.rank) for c in parts.ctx.out if isinstance(c, Dispatch)]
     assert dispatches == [(0, 0)]  # trajectory 1 is rank 0's too: it waits, and the pump ends
     assert len(parts.placement) == 5
+
+
+def test_with_memory_reported_a_turn_goes_home_or_waits_at_the_front() -> None:
+    """0.6.0 (memory comes with Step 6's `set_kv_capacity`): the pump picks the roomiest rank,
+    sends the turn home instead when its home may take it, and puts a turn that fits nowhere
+    back at the front of the queue, ending the pump."""
+    parts = _parts(cap=4)
+    router = parts.router
+    router.set_kv_capacity(1000)
+    parts.turns.backlog.extend([50])
+    parts.turns.admit()
+    parts.turns.dispatch_queued()
+    placed = [(c.tid, c.rank) for c in parts.ctx.out if isinstance(c, Dispatch)]
+    assert placed == [(0, 0), (1, 1)]  # the roomiest rank each time
+    parts.ctx.out.clear()
+    req = router.release(1, 5, 800)  # trajectory 1 finished on rank 1, its home
+    router.push_rank(req.rank)
+    parts.turns.turn_finished(req, 5)
+    req = router.release(0, 5, 950)  # trajectory 0 finished: rank 0 is now the roomiest
+    router.push_rank(req.rank)
+    parts.turns.turn_finished(req, 5)
+    traj = parts.buffer.trajs[1]
+    traj.move(TrajState.QUEUED)
+    parts.placement.push(traj, key=parts.buffer.groups[traj.gid].min_version)
+    parts.turns.dispatch_queued()
+    placed = [(c.tid, c.rank) for c in parts.ctx.out if isinstance(c, Dispatch)]
+    assert placed == [(1, 1)]  # home, not the roomiest rank 0
+    parts.ctx.out.clear()
+    req = router.release(2, 5, 10)  # trajectory 1 again, its home now nearly full
+    router.push_rank(req.rank)
+    parts.turns.turn_finished(req, 5)
+    router.kv_free[0] = 20
+    router.push_rank(0)
+    for queued in (traj, parts.buffer.trajs[0]):
+        queued.move(TrajState.QUEUED)
+        parts.placement.push(queued, key=parts.buffer.groups[queued.gid].min_version)
+    parts.turns.dispatch_queued()
+    assert [c for c in parts.ctx.out if isinstance(c, Dispatch)] == []  # fits nowhere
+    assert traj.state is TrajState.QUEUED and parts.placement.pop() is traj  # at the front
+    parts.placement.push(traj, front=True, key=parts.buffer.groups[traj.gid].min_version)
+    router.kv_free = [1000, 1000]
+    parts.pool.shrink_sampler([0, 1])  # no rank serves: nothing is placed, nothing fails
+    parts.turns.dispatch_queued()
+    assert [c for c in parts.ctx.out if isinstance(c, Dispatch)] == [] and len(parts.placement) == 2

@@ -337,3 +337,16 @@ def test_under_divided_rollout_a_chunk_plans_its_new_tokens_too() -> None:
     parts.router.dispatch(first, 1)
     parts.router.dispatch(last, 2)
     assert parts.router.kv_free == [299, 0, CAP - 500]  # 100 + 200, and 100 + 250 + 150
+
+
+def test_a_home_at_the_ranks_cap_is_passed_over_below_its_fair_share() -> None:
+    """0.14.0: the home's routable test, inline in `place`, holds the cap even where the fair
+    share is above it."""
+    parts = _parts(cap=1)
+    for _ in range(3):
+        parts.buffer.admit_group(100)  # 6 unfinished over 3 ranks: fair share 2, cap 1
+    traj = parts.buffer.trajs[0]
+    traj.home, traj.home_epoch = 1, parts.router.epoch[1]
+    assert _place(parts.router, traj, 2) == 1  # home: below the cap and its share
+    parts.router.load[1] = 1
+    assert parts.router.fair_share() == 2 and _place(parts.router, traj, 2) == 2
