@@ -129,3 +129,17 @@ def test_a_private_field_name_is_refused() -> None:
 
     with pytest.raises(TypeError, match="Odd._new: only plain fields are supported"):
         value(Odd)
+
+
+def test_a_plain_subclass_of_a_value_is_refused_when_built() -> None:
+    class Plain(Point):
+        pass
+
+    with pytest.raises(TypeError, match="Plain subclasses the value Point: use @value"):
+        Plain(1.0, 2)
+
+    @value
+    class Valued(Point):
+        extra: int = 0
+
+    assert type(Valued(1.0, 2, extra=3)) is Valued and Valued(1.0, 2, extra=3).extra == 3
