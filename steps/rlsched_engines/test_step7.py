@@ -67,7 +67,7 @@ def test_capacity_grows_and_keeps_the_rows(model) -> None:
     torch.testing.assert_close(logits[0, -1], alone(model, [*context, 3])[-1], atol=1e-4, rtol=1e-4)
 
 
-def test_claim_takes_the_longest_shared_prefix(model) -> None:
+def test_claim_takes_its_own_prefix_else_a_free_slot_else_the_oldest(model) -> None:
     engine = KvEngine(model, max_batch=2, retain=2)
     engine._kept[3] = (1, 2, 3, 4)
     engine._kept[2] = (1, 2, 9)
@@ -86,6 +86,27 @@ def test_claim_takes_the_longest_shared_prefix(model) -> None:
     engine._kept[1] = (5, 5)
     engine._forget_kept()
     assert not engine._kept and 1 in engine._free
+
+
+def test_a_slot_shared_in_part_is_copied_while_a_slot_is_free(model) -> None:
+    """0.6.0: a joining request takes a kept slot only when all its tokens are a prefix of the
+    context (its own earlier turns); a slot sharing part of it stays kept for its trajectory, its
+    shared prefix copied into a free slot, and is taken only when no slot is free."""
+    engine = KvEngine(model, max_batch=2, retain=2)
+    engine._ensure_capacity(torch.zeros(1, 2, 1, 8), 2, 8)
+    engine._kv[:, :, 3, :, :5] = torch.randn(2, 2, 2, 5, 8)
+    engine._kept[3] = (1, 2, 3, 4, 9)  # another trajectory's: shares 4 tokens, then differs
+    engine._kept[2] = (1, 2, 3)  # this trajectory's own earlier turns
+    engine._free = [0, 1]
+    assert engine._claim([1, 2, 3, 4, 5]) == 2 and engine._slot_len[2] == 3
+    assert list(engine._kept) == [3] and engine.tokens_reused == 3
+    slot = engine._claim([1, 2, 3, 4, 7, 7])  # only a part shared: a copy in a free slot
+    assert slot == 1 and engine._slot_len[1] == 4 and engine.tokens_reused == 7
+    torch.testing.assert_close(engine._kv[:, :, 1, :, :4], engine._kv[:, :, 3, :, :4])
+    assert list(engine._kept) == [3] and engine._free == [0]
+    assert engine._claim([1, 2, 8]) == 0 and engine._slot_len[0] == 2  # a copy again
+    assert engine._claim([1, 2, 3, 4, 6]) == 3 and engine._slot_len[3] == 4  # none free: taken
+    assert not engine._kept and engine.tokens_reused == 13
 
 
 def test_verify_greedy_sampled_and_masked(model) -> None:

@@ -108,8 +108,10 @@ def test_a_weight_update_rebuilds_the_cache(trained) -> None:
             assert not engine.step()
         engine.load_weights(new, version=1)
     assert not kv._kept
-    # request 1 took request 9's kept slot (its prompt less the last token) and fed 5 tokens
-    assert kv.tokens_invalidated == kv.tokens_rebuilt == len(prompt) + 4
+    # request 1 copied request 9's prompt (less its last token) into a free slot and fed 5 tokens;
+    # request 9's kept slot (its prompt and 2 tokens) stayed, so the update dropped it too (0.6.0)
+    assert kv.tokens_rebuilt == len(prompt) + 4
+    assert kv.tokens_invalidated == kv.tokens_rebuilt + len(prompt) + 2
     computed = kv.tokens_computed
     assert plain.partial(1) == kv.partial(1)
     expected, got = drain(plain)[1], drain(kv)[1]
@@ -118,10 +120,11 @@ def test_a_weight_update_rebuilds_the_cache(trained) -> None:
     kv.submit(2, prompt, 2, Sampling(temperature=0.0))
     before = kv.tokens_reused
     drain(kv)
-    assert kv.tokens_reused - before == len(prompt) - 1  # the version-1 slot is reused
+    assert kv.tokens_reused - before == len(prompt) - 1  # the version-1 prompt is copied
     invalidated = kv.tokens_invalidated
-    kv.load_weights(new, version=2)  # nothing running: request 2's kept slot is dropped
-    assert kv.tokens_invalidated - invalidated == len(prompt) + 1 and not kv._kept
+    kv.load_weights(new, version=2)  # nothing running: both kept slots are dropped
+    request_1 = len(prompt) + len(got.token_ids) - 1  # all but its last token
+    assert kv.tokens_invalidated - invalidated == len(prompt) + 1 + request_1 and not kv._kept
     assert kv.tokens_rebuilt == len(prompt) + 4  # a kept slot is not rebuilt
 
 
