@@ -274,6 +274,12 @@ RECORDED_BOUND = {
     ("s0128", "s0128"): {"colocate": 0.08, "disaggregated": 0.12, "timeshare": 0.08},
     ("s0124", "s0128"): {"colocate": 0.09, "disaggregated": 0.08, "timeshare": 0.08},
     ("s0128", "s0124"): {"colocate": 0.15, "disaggregated": 0.17, "timeshare": 0.12},
+    # sessions q and r (s0347, s0358; engines 0.6: a kept slot stays its own trajectory's, as
+    # the simulator's engine-step model has always kept it), each session's runs from both
+    ("s0347", "s0347"): {"colocate": 0.01, "disaggregated": 0.03, "timeshare": 0.04},
+    ("s0358", "s0358"): {"colocate": 0.05, "disaggregated": 0.02, "timeshare": 0.02},
+    ("s0347", "s0358"): {"colocate": 0.03, "disaggregated": 0.04, "timeshare": 0.06},
+    ("s0358", "s0347"): {"colocate": 0.03, "disaggregated": 0.03, "timeshare": 0.03},
 }
 
 
