@@ -54,3 +54,24 @@ def test_abort_returns_the_tokens_made_so_far_and_offload_is_timed() -> None:
     with pytest.raises(AssertionError, match="resident"):
         w.generate(8, [3], 2, Sampling())
     w.stop()
+
+
+def test_a_decode_failure_reaches_every_caller_with_its_cause() -> None:
+    """0.8.5: a waiting call reads the failure only when its output is missing; each caller,
+    the one waiting and a later one, gets one RuntimeError naming the device, the engine's error
+    as its cause."""
+    w = worker()
+
+    def broken() -> list:
+        raise ValueError("the engine broke")
+
+    w.engine.step = broken
+    errors: list[BaseException] = []
+    for rid in (0, 1):  # 0 waits when the step fails; 1 comes after the failure
+        with pytest.raises(RuntimeError) as caught:
+            w.generate(rid, [3, 4, 5], 4, Sampling())
+        errors.append(caught.value)
+    for exc in errors:
+        assert str(exc) == "decode loop of device 0 failed"
+        assert isinstance(exc.__cause__, ValueError)
+    w.stop()
