@@ -280,6 +280,12 @@ RECORDED_BOUND = {
     ("s0358", "s0358"): {"colocate": 0.05, "disaggregated": 0.02, "timeshare": 0.02},
     ("s0347", "s0358"): {"colocate": 0.03, "disaggregated": 0.04, "timeshare": 0.06},
     ("s0358", "s0347"): {"colocate": 0.03, "disaggregated": 0.03, "timeshare": 0.03},
+    # sessions s and t (s0434, s0437; runtime 0.8.5: a finished request's caller no longer
+    # queues for the worker's locks against the decode loop), each session's runs from both
+    ("s0434", "s0434"): {"colocate": 0.02, "disaggregated": 0.06, "timeshare": 0.04},
+    ("s0437", "s0437"): {"colocate": 0.04, "disaggregated": 0.02, "timeshare": 0.05},
+    ("s0434", "s0437"): {"colocate": 0.07, "disaggregated": 0.01, "timeshare": 0.06},
+    ("s0437", "s0434"): {"colocate": 0.04, "disaggregated": 0.05, "timeshare": 0.04},
 }
 
 
