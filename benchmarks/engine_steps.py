@@ -26,6 +26,7 @@ import argparse
 import json
 import statistics
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -67,38 +68,51 @@ def fit_by_rows(samples: list[list[float]], terms: list[float]) -> str:
     return f"real / fit {ratio:.2f}; by batch size " + ", ".join(parts)
 
 
+def with_workers(worker: type, run: Callable[[], Any]) -> tuple[Any, list[Any]]:
+    """`run()` with the cluster's device workers built as `worker` (a `DeviceWorker` subclass
+    with a `take()` method); each worker's `take()` answer is collected as the cluster stops.
+    Returns what `run` returned and the answers, in device order."""
+    import ray
+
+    import rlsched.runtime.cluster as cluster
+
+    taken: list[Any] = []
+    stop, plain = cluster.stop_cluster, cluster.DeviceWorker
+
+    def take_then_stop(c: Any, extra: Any = ()) -> None:
+        taken.extend(ray.get([w.take.remote() for w in c.workers]))
+        stop(c, extra)
+
+    cluster.DeviceWorker, cluster.stop_cluster = worker, take_then_stop
+    try:
+        return run(), taken
+    finally:
+        cluster.DeviceWorker, cluster.stop_cluster = plain, stop
+
+
 def recorded_bench(
     cfg: Any, mode: str, steps: int, profile: dict[str, Any], out: Path
 ) -> tuple[dict[str, Any], list[dict[str, Any]], list[tuple[int, int, int]]]:
     """`rlsched bench --profile`'s run and simulation of `mode` (`bench_mode`), with each
     device's engine steps and each simulated step (rows, joins, passes) recorded."""
-    import ray
-
-    import rlsched.runtime.cluster as cluster
     import rlsched.sim.steprank as steprank
     from rlsched.runtime.bench import bench_mode
     from rlsched.runtime.calibrate import ProbeWorker
 
-    taken: list[dict[str, Any]] = []
     logged: list[tuple[int, int, int]] = []
-    stop, worker = cluster.stop_cluster, cluster.DeviceWorker
     seconds = steprank.StepRank.step_seconds
-
-    def take_then_stop(c: Any, extra: Any = ()) -> None:
-        taken.extend(ray.get([w.take.remote() for w in c.workers]))
-        stop(c, extra)
 
     def logging(self: Any, rows: int, padded: int, widest: int, joins: int, *rest: int) -> float:
         logged.append((rows, joins, rest[0] if rest else 1))
         return seconds(self, rows, padded, widest, joins, *rest)
 
     # the two patch points (see the docstring): record, change nothing
-    cluster.DeviceWorker, cluster.stop_cluster = ProbeWorker, take_then_stop
     steprank.StepRank.step_seconds = logging
     try:
-        result = bench_mode(cfg, mode, steps, out, True, profile)
+        result, taken = with_workers(
+            ProbeWorker, lambda: bench_mode(cfg, mode, steps, out, True, profile)
+        )
     finally:
-        cluster.DeviceWorker, cluster.stop_cluster = worker, stop
         steprank.StepRank.step_seconds = seconds
     return result, taken, logged
 

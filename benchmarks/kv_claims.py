@@ -15,7 +15,7 @@ It also prints the share of engine steps run as two passes (calibrate's `StepPro
 0.5 took the longest shared prefix wherever it was, and trajectories took each other's slots
 (benchmarks/RESULTS.md, "Slots kept for their own trajectories"); run this on a worktree of an
 older commit, its rlsched first on `PYTHONPATH`, to see it. One patch point, for recording only:
-the cluster's worker class.
+the cluster's worker class (`engine_steps.with_workers`).
 """
 
 from __future__ import annotations
@@ -55,15 +55,15 @@ class ClaimWorker(ProbeWorker):
 
         engine._claim = recorded
 
-    def take_claims(self) -> dict[str, Any]:
-        """The claims and engine steps recorded so far."""
-        return {"claims": self.claims, "steps": self.take()["steps"]}
+    def take(self) -> dict[str, Any]:
+        """What `ProbeWorker.take` hands over, and the claims recorded so far (then forgotten)."""
+        claims, self.claims = self.claims, []
+        return super().take() | {"claims": claims}
 
 
 def main() -> None:
-    import ray
+    from engine_steps import with_workers
 
-    import rlsched.runtime.cluster as cluster
     from rlsched.runtime.bench import bench_mode
     from rlsched.runtime.config import load_run_config
 
@@ -75,19 +75,10 @@ def main() -> None:
     cfg = load_run_config(args.config)
     if cfg.rollout.engine != "kv":
         raise SystemExit(f"{args.config}: rollout.engine is {cfg.rollout.engine!r}, not 'kv'")
-    taken: list[dict[str, Any]] = []
-    stop, worker = cluster.stop_cluster, cluster.DeviceWorker
-
-    def take_then_stop(c: Any, extra: Any = ()) -> None:
-        taken.extend(ray.get([w.take_claims.remote() for w in c.workers]))
-        stop(c, extra)
-
-    cluster.DeviceWorker, cluster.stop_cluster = ClaimWorker, take_then_stop
-    try:
-        with tempfile.TemporaryDirectory(prefix="kv-claims-") as out:
-            result = bench_mode(cfg, args.mode, args.steps, Path(out), False)
-    finally:
-        cluster.DeviceWorker, cluster.stop_cluster = worker, stop
+    with tempfile.TemporaryDirectory(prefix="kv-claims-") as out:
+        result, taken = with_workers(
+            ClaimWorker, lambda: bench_mode(cfg, args.mode, args.steps, Path(out), False)
+        )
     print(f"{args.mode}: step time {result['step_time_s']:.3f} s")
     for device, record in enumerate(taken):
         claims, steps = record["claims"], record["steps"]
