@@ -11,6 +11,7 @@ from rlsched.trainer.grpo import (
     TrainExample,
     group_advantages,
     grpo_loss,
+    micro_batches,
     pack_examples,
     synthetic_examples,
     token_logprobs,
@@ -80,3 +81,20 @@ def test_synthetic_examples_have_a_run_s_shape() -> None:
     assert [ex.advantage for ex in examples] == [-1.0, 1.0, -1.0]
     # the same seed, the same examples
     assert synthetic_examples(random.Random(3), [4, 5, 6], 3, 5) == examples
+
+
+def test_micro_batches_sort_longest_first_and_cut_at_the_budget() -> None:
+    def ex(n: int, tag: float) -> TrainExample:
+        return TrainExample((1,) * n, (False,) * n, (0.0,) * n, tag)
+
+    share = [ex(3, 0.0), ex(9, 1.0), ex(4, 2.0), ex(9, 3.0), ex(2, 4.0), ex(12, 5.0)]
+    runs = micro_batches(share, 20)
+    # 12 alone (12 + 12 > 20); 9 and 9 (2 x 9 <= 20, 3 x 9 > 20); then 4, 3, 2 (3 x 4 <= 20)
+    assert [[len(e.token_ids) for e in run] for run in runs] == [[12], [9, 9], [4, 3, 2]]
+    assert [e.advantage for e in runs[1]] == [1.0, 3.0]  # equal lengths keep the share's order
+    assert all(len(r) * len(r[0].token_ids) <= 20 for r in runs)
+    # every example once; no budget is one run, longest first; an example over the budget alone
+    assert sorted(e.advantage for r in runs for e in r) == [e.advantage for e in share]
+    assert micro_batches(share, None) == [sorted(share, key=lambda e: -len(e.token_ids))]
+    assert [len(r) for r in micro_batches(share, 5)] == [1, 1, 1, 1, 1, 1]
+    assert micro_batches([], 20) == [[]]

@@ -60,3 +60,25 @@ def test_an_empty_share_contributes_nothing() -> None:
     assert packet.tokens == 0.0 and not packet.flat.any()
     batch = pack_examples(examples())
     assert batch["ids"].shape == (4, 3)
+
+
+def test_micro_batches_give_the_whole_minibatch_s_gradient() -> None:
+    """Six examples (four of 3 tokens, one of 4, one of 5) run as four passes at a budget of 8
+    padded positions; the packet is the one-pass packet: gradient, tokens and metric sums."""
+    data = examples() + [
+        TrainExample((3, 4, 5, 6), (False, False, True, True), (0.0, 0.0, -0.7, -0.9), 0.5),
+        TrainExample((3, 4, 6, 5, 5), (False, False, True, True, True), (0.0,) + (-0.8,) * 4, -2.0),
+    ]
+    whole = shard().compute_grads(data)
+    split = shard(TrainSpec(lr=0.05, micro_batch_tokens=8))
+    passes: list[int] = []
+    split.model.register_forward_hook(
+        lambda _m, _a, kwargs, _o: passes.append(tuple(kwargs["input_ids"].shape)), with_kwargs=True
+    )
+    packet = split.compute_grads(data)
+    assert passes == [(1, 5), (2, 4), (2, 3), (1, 3)]  # (rows, width): 2 x 5 > 8, 3 x 4 > 8
+    assert torch.allclose(packet.flat, whole.flat, atol=1e-5)
+    assert packet.tokens == whole.tokens == 9.0
+    assert packet.metrics.keys() == whole.metrics.keys()
+    for key, value in whole.metrics.items():
+        assert abs(packet.metrics[key] - value) < 1e-5, key
