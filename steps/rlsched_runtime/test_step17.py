@@ -1,10 +1,13 @@
 """Step 17 of design/rlsched_runtime.md: one handler per command (the shell base's table), each
 started operation a typed record in the ledger."""
 
+import sys
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 import ray
+import torch
 from runtime_parts import make_driver, start_ray, tiny
 
 from rlsched.core.commands import (
@@ -27,7 +30,10 @@ from rlsched.core.shell import (
     PendingPrompts,
     PendingTrain,
 )
+from rlsched.model import ModelSpec, build_model
 from rlsched.runtime.driver import Commit, Driver, PromptsCall, TrainCall
+from rlsched.runtime.workers import DeviceWorker, submit_train_step
+from rlsched.trainer.grpo import TrainExample, TrainSpec
 
 EXPORTED: list = []  # the training step's weights, synced by the last check
 
@@ -217,3 +223,72 @@ def test_a_device_lost_before_the_core_heard_gets_no_call(driver: Driver) -> Non
     finally:
         driver.lost.discard(1)
         driver._untold.discard(1)
+
+
+class CallLog(DeviceWorker):
+    """A device worker that keeps the names of its training calls in order: a call through
+    Ray, and the calls a method makes on `self`."""
+
+    def __init__(self, *args: Any) -> None:
+        self.calls: list[str] = []
+        super().__init__(*args)
+
+    def log(self) -> list[str]:
+        return self.calls
+
+    def train_step(self, *args: Any) -> Any:
+        self.calls.append("train_step")
+        return super().train_step(*args)
+
+    def train_grads(self, *args: Any) -> Any:
+        self.calls.append("train_grads")
+        return super().train_grads(*args)
+
+    def train_apply(self, *args: Any) -> Any:
+        self.calls.append("train_apply")
+        return super().train_apply(*args)
+
+    def train_export(self, *args: Any) -> Any:
+        self.calls.append("train_export")
+        return super().train_export(*args)
+
+    def train_commit(self, *args: Any) -> Any:
+        self.calls.append("train_commit")
+        return super().train_commit(*args)
+
+
+def test_one_device_trains_in_one_call_and_several_by_the_graph(driver: Driver) -> None:
+    """One device: one `train_step` call. Two: per round gradients and apply on each, the
+    export from the first, a commit on each. One round over the same examples applies the same
+    gradient either way (averaged over all tokens)."""
+    spec = ModelSpec(hidden_size=16, heads=2, kv_heads=1, intermediate_size=32)
+    # the workers cannot import this file: the class travels by value
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    cls = ray.remote(CallLog).options(num_gpus=0, num_cpus=0, max_concurrency=4)
+    one, b, c = (cls.remote(d, spec, 20, TrainSpec(lr=0.05), 1.0, (), 0, 8) for d in range(3))
+    data = [
+        TrainExample((3, 4, 5), (False, False, True), (0.0, 0.0, -2.9), 1.0),
+        TrainExample((3, 4, 6), (False, False, True), (0.0, 0.0, -3.1), -1.0),
+    ]
+    alone = submit_train_step([one], [data], 1, 0, None, [None])
+    pair = submit_train_step([b, c], [data[:1], data[1:]], 1, 0, None, [None, None])
+    assert (len(alone.applied), len(alone.commits), len(pair.commits)) == (1, 1, 2)
+    ray.get([alone.weights, *alone.commits, pair.weights, *pair.commits])
+    log = ray.get(one.log.remote())
+    assert log == ["train_step", "train_grads", "train_apply", "train_export", "train_commit"]
+    assert ray.get(b.log.remote()) == ["train_grads", "train_apply", "train_export", "train_commit"]
+    assert ray.get(c.log.remote()) == ["train_grads", "train_apply", "train_commit"]
+    assert ray.get(alone.checkpoint)["version"] == ray.get(pair.checkpoint)["version"] == 1
+    # the same averaged gradient: the same loss and norm (Adam's first step is about lr times
+    # each element's sign, so the weights themselves differ wherever an element is near 0)
+    expect, got = ray.get(pair.applied[0]), ray.get(alone.applied[0])
+    assert got["tokens"] == expect["tokens"] == 2.0 and got["grad_norm"] > 0.0
+    for key in ("loss", "grad_norm", "ratio"):
+        assert abs(got[key] - expect[key]) < 1e-5 * max(1.0, abs(expect[key])), key
+    start = dict(build_model(spec, 20).named_parameters())  # version 0 in every worker
+    weights = ray.get(alone.weights)
+    assert weights.keys() == start.keys() and not all(
+        torch.equal(weights[n], start[n]) for n in start
+    )
+    for actor in (one, b, c):
+        ray.kill(actor)

@@ -71,3 +71,25 @@ def test_stop_returns_pending_calls_as_aborted() -> None:
     w.stop()
     th.join(timeout=10)
     assert out and out[0].finish_reason == "abort"
+
+
+def test_a_step_in_one_call_is_the_graph_s_calls_in_order() -> None:
+    """`train_step` (one device's step as one call) against the same rounds called one by one
+    on a replica: the same weights, checkpoint and metrics, parked at the end."""
+    data = DATA + [
+        TrainExample((3, 5, 6, 5), (False, True, True, True), (0.0, -3.0, -2.8, -3.2), 0.5)
+    ]
+    fused, graph = worker(0), worker(1)
+    *rounds, weights, ckpt, record = fused.train_step(data, 2, 0, None)
+    expect = [graph.train_apply(graph.train_grads(data[r::2], 0, None)) for r in range(2)]
+    exported, expect_ckpt = graph.train_export(1)
+    graph.train_commit(1)
+    assert rounds == expect and [r["tokens"] for r in rounds] == [4.0, 1.0]
+    assert weights.keys() == exported.keys()
+    assert all(torch.equal(weights[n], exported[n]) for n in weights)
+    assert ckpt["version"] == expect_ckpt["version"] == 1 and fused.trainer.version == 1
+    assert fused.trainer.parked and record.park_bytes == 3 * record.unpark_bytes > 0
+    # the next step starts from version 1 without a checkpoint
+    assert fused.train_step(data, 1, 1, None)[0]["tokens"] == 5.0
+    for w in (fused, graph):
+        w.stop()
