@@ -98,3 +98,4 @@ def test_micro_batches_sort_longest_first_and_cut_at_the_budget() -> None:
     assert micro_batches(share, None) == [sorted(share, key=lambda e: -len(e.token_ids))]
     assert [len(r) for r in micro_batches(share, 5)] == [1, 1, 1, 1, 1, 1]
     assert micro_batches([], 20) == [[]]
+    assert [len(r) for r in micro_batches([ex(5, 0.0), ex(5, 1.0)], 10)] == [2]  # exactly full

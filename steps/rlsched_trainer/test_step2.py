@@ -3,7 +3,13 @@
 import torch
 
 from rlsched.model import ModelSpec, build_model
-from rlsched.trainer.grpo import TrainExample, TrainSpec, pack_examples, token_logprobs
+from rlsched.trainer.grpo import (
+    TrainExample,
+    TrainSpec,
+    grpo_loss,
+    pack_examples,
+    token_logprobs,
+)
 from rlsched.trainer.shard import TrainerShard
 
 SPEC = ModelSpec(hidden_size=16, heads=2, kv_heads=1, intermediate_size=32, init_std=0.2)
@@ -79,6 +85,15 @@ def test_micro_batches_give_the_whole_minibatch_s_gradient() -> None:
     assert passes == [(1, 5), (2, 4), (2, 3), (1, 3)]  # (rows, width): 2 x 5 > 8, 3 x 4 > 8
     assert torch.allclose(packet.flat, whole.flat, atol=1e-5)
     assert packet.tokens == whole.tokens == 9.0
-    assert packet.metrics.keys() == whole.metrics.keys()
-    for key, value in whole.metrics.items():
-        assert abs(packet.metrics[key] - value) < 1e-5, key
+    # the metrics are sums over all passes: the loss and token sums of the batch in one piece
+    batch = pack_examples(data)
+    with torch.no_grad():
+        new = token_logprobs(split.model, batch["ids"], batch["attention"], 1.0, (5, 6))
+    loss, metrics = grpo_loss(new, batch["old"], batch["adv"], batch["mask"], 0.2)
+    expect = {"loss": loss.item()} | {k: v * 9.0 for k, v in metrics.items() if k != "tokens"}
+    assert packet.metrics.keys() == whole.metrics.keys() == expect.keys()
+    for key, value in expect.items():
+        assert abs(packet.metrics[key] - value) < 1e-5 and abs(whole.metrics[key] - value) < 1e-5
+    assert packet.metrics["loss"] != 0.0 and packet.metrics["ratio"] > 0.0
+    # gradients do not carry over from one call to the next
+    assert torch.allclose(split.compute_grads(data).flat, packet.flat, atol=1e-6)
