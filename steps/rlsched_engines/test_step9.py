@@ -133,3 +133,127 @@ def test_steps_that_verify_drafts_stay_one_pass(trained) -> None:
     (keep, widths), *rest = calls[1:]
     assert keep > 1 and len(widths) == 9 and not rest
     assert split_rows(widths, 128)  # one pass without drafts would have split
+
+
+def qwen2(heads: int, kv_heads: int, seed: int = 0, arch: str = "qwen2") -> torch.nn.Module:
+    from rlsched.model import ModelSpec, build_model
+
+    spec = ModelSpec(
+        arch=arch, hidden_size=32, layers=2, heads=heads, kv_heads=kv_heads, init_std=0.3, seed=seed
+    )
+    return build_model(spec, 12)
+
+
+def random_pass(gen: torch.Generator, model: torch.nn.Module) -> tuple:
+    """A pass as the engine builds one: rows with random cached and fed lengths (left-padded
+    feeds, the mask of real columns), random cached keys and values, `keep` 1 to the feed."""
+
+    def draw(low: int, high: int) -> int:
+        return int(torch.randint(low, high + 1, (1,), generator=gen))
+
+    rows, width = draw(1, 6), draw(0, 1) * draw(1, 12)
+    cached = [draw(0, width) for _ in range(rows)]
+    fed = [draw(1, 4) for _ in range(rows)]
+    if draw(0, 2) == 0:  # a decode pass: one token each, every cached column real
+        cached, fed = [width] * rows, [1] * rows
+    new = max(fed)
+    ids = torch.zeros(rows, new, dtype=torch.long)
+    positions = torch.zeros(rows, new, dtype=torch.long)
+    for r in range(rows):
+        ids[r, new - fed[r] :] = torch.randint(3, 12, (fed[r],), generator=gen)
+        positions[r, new - fed[r] :] = torch.arange(cached[r], cached[r] + fed[r])
+    mask = torch.cat(
+        (
+            torch.arange(width) < torch.tensor(cached)[:, None],
+            torch.arange(new, 0, -1) <= torch.tensor(fed)[:, None],
+        ),
+        dim=1,
+    ).long()
+    attn = model.model.layers[0].self_attn
+    shape = (rows, model.config.num_key_value_heads, width, attn.head_dim)
+    past = [
+        (torch.randn(shape, generator=gen), torch.randn(shape, generator=gen)) for _ in range(2)
+    ]
+    return ids, positions, mask, past if width else [], draw(1, new), fed
+
+
+def test_the_engine_s_qwen2_pass_is_transformers_pass_to_the_bit() -> None:
+    """Logits of every row's real positions and the new keys and values, on 60 random passes
+    of three head layouts (one key head per query head, two, four)."""
+    from transformers import DynamicCache
+
+    from rlsched.engines.qwen2_pass import qwen2_pass
+    from rlsched.model import cache_keyword
+
+    gen = torch.Generator().manual_seed(5)
+    for heads, kv_heads in ((2, 2), (4, 2), (4, 1)):
+        model = qwen2(heads, kv_heads)
+        for _ in range(20):
+            ids, positions, mask, past, keep, fed = random_pass(gen, model)
+            logits, layers = qwen2_pass(model, ids, positions, mask, past, keep)
+            cache = DynamicCache(ddp_cache_data=past) if past else DynamicCache()
+            with torch.no_grad():
+                expect = model(
+                    input_ids=ids,
+                    attention_mask=mask,
+                    position_ids=positions,
+                    logits_to_keep=keep,
+                    use_cache=True,
+                    **{cache_keyword(model): cache},
+                ).logits
+            width, new = mask.shape[1] - ids.shape[1], ids.shape[1]
+            for r, m in enumerate(fed):
+                real = min(keep, m)
+                assert torch.equal(logits[r, -real:], expect[r, -real:])
+                for (keys, values), layer in zip(layers, cache.layers, strict=True):
+                    assert torch.equal(
+                        keys[r, :, width + new - m :], layer.keys[r, :, width + new - m :]
+                    )
+                    assert torch.equal(
+                        values[r, :, width + new - m :], layer.values[r, :, width + new - m :]
+                    )
+
+
+def test_the_engine_takes_its_pass_only_where_it_is_transformers(monkeypatch) -> None:
+    import rlsched.engines.qwen2_pass as fast
+
+    assert fast.same_as_transformers(qwen2(4, 2)) and fast.same_as_transformers(qwen2(2, 2))
+    assert not fast.same_as_transformers(qwen2(4, 2, arch="llama"))  # another architecture
+    eager = qwen2(4, 2)
+    eager.config._attn_implementation = "eager"
+    assert not fast.same_as_transformers(eager)
+    # a pass one bit off in one branch is refused: each probe's branch counts
+    plain = fast.qwen2_pass
+
+    def off(model, ids, positions, mask, past, keep):  # noqa: ANN001, ANN202
+        logits, layers = plain(model, ids, positions, mask, past, keep)
+        if ids.shape[1] > 1 and past:  # several tokens fed over a ragged cache
+            logits = logits.clone()
+            logits[0, -1, 0] = torch.nextafter(logits[0, -1, 0], torch.tensor(1e9))
+        return logits, layers
+
+    monkeypatch.setattr(fast, "qwen2_pass", off)
+    assert not fast.same_as_transformers(qwen2(4, 2))
+
+
+def test_an_engine_on_its_own_pass_samples_what_transformers_pass_does() -> None:
+    """Two engines of one seed, one forced onto transformers' pass: the same tokens and
+    log-probabilities, sampled at temperature 1, over turns that reuse their prefixes."""
+    model = qwen2(4, 2, seed=3)
+    engines = [KvEngine(copy.deepcopy(model), max_batch=4, seed=11) for _ in range(2)]
+    engines[1].fast_pass = False
+    sampling = Sampling(temperature=1.0, allowed_token_ids=tuple(range(3, 12)))
+    outs: list[list[GenOutput]] = [[], []]
+    for engine, got in zip(engines, outs, strict=True):
+        contexts = {rid: [3 + rid, 4, 5] for rid in range(4)}
+        for turn in range(3):
+            for rid, context in contexts.items():
+                engine.submit(10 * turn + rid, context, 4, sampling)
+            while engine.num_active:
+                for out in engine.step():
+                    got.append(out)
+                    contexts[out.rid % 10] += [*out.token_ids, 6 + turn]
+    assert engines[0].fast_pass is True and engines[0].tokens_reused > 0
+    assert [(o.rid, o.token_ids, o.logprobs) for o in outs[0]] == [
+        (o.rid, o.token_ids, o.logprobs) for o in outs[1]
+    ]
