@@ -182,7 +182,7 @@ def test_the_engine_s_qwen2_pass_is_transformers_pass_to_the_bit() -> None:
     of three head layouts (one key head per query head, two, four)."""
     from transformers import DynamicCache
 
-    from rlsched.engines.qwen2_pass import qwen2_pass
+    from rlsched.engines.kvpass import qwen2_pass
     from rlsched.model import cache_keyword
 
     gen = torch.Generator().manual_seed(5)
@@ -215,7 +215,7 @@ def test_the_engine_s_qwen2_pass_is_transformers_pass_to_the_bit() -> None:
 
 
 def test_the_engine_takes_its_pass_only_where_it_is_transformers(monkeypatch) -> None:
-    import rlsched.engines.qwen2_pass as fast
+    import rlsched.engines.kvpass as fast
 
     assert fast.same_as_transformers(qwen2(4, 2)) and fast.same_as_transformers(qwen2(2, 2))
     assert not fast.same_as_transformers(qwen2(4, 2, arch="llama"))  # another architecture
