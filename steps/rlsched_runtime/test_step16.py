@@ -286,6 +286,12 @@ RECORDED_BOUND = {
     ("s0437", "s0437"): {"colocate": 0.04, "disaggregated": 0.02, "timeshare": 0.05},
     ("s0434", "s0437"): {"colocate": 0.07, "disaggregated": 0.01, "timeshare": 0.06},
     ("s0437", "s0434"): {"colocate": 0.04, "disaggregated": 0.05, "timeshare": 0.04},
+    # sessions v and w (s0626, s0648; runtime 0.9.0: a one-device training step in one call;
+    # engines 0.7.0: the KV engine's own Qwen2 pass), each session's runs from both profiles
+    ("s0626", "s0626"): {"colocate": 0.02, "disaggregated": 0.02, "timeshare": 0.03},
+    ("s0648", "s0648"): {"colocate": 0.08, "disaggregated": 0.03, "timeshare": 0.03},
+    ("s0626", "s0648"): {"colocate": 0.12, "disaggregated": 0.03, "timeshare": 0.04},
+    ("s0648", "s0626"): {"colocate": 0.03, "disaggregated": 0.02, "timeshare": 0.02},
 }
 
 
