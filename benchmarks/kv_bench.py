@@ -105,6 +105,7 @@ def play(
         "engine": kind,
         "device": torch.cuda.get_device_name(0) if torch.cuda.is_available() else "cpu",
         "params_m": sum(p.numel() for p in engine.model.parameters()) / 1e6,
+        "fast_pass": getattr(engine, "fast_pass", None),  # the KV engine's own Qwen2 pass
         "generated": generated,
         "tokens_computed": engine.tokens_computed,
         "computed_per_generated": engine.tokens_computed / generated,
