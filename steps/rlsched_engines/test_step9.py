@@ -222,18 +222,30 @@ def test_the_engine_takes_its_pass_only_where_it_is_transformers(monkeypatch) ->
     eager = qwen2(4, 2)
     eager.config._attn_implementation = "eager"
     assert not fast.same_as_transformers(eager)
-    # a pass one bit off in one branch is refused: each probe's branch counts
+    # a pass one bit off in any one branch is refused: a probe covers each branch
     plain = fast.qwen2_pass
+    branches = {
+        "equal prompts, no cache": lambda ids, mask, past: not past and bool(mask.all()),
+        "ragged prompts, no cache": lambda ids, mask, past: not past and not bool(mask.all()),
+        "one token each, full cache": lambda ids, mask, past: past and bool(mask.all()),
+        "one token each, ragged cache": lambda ids, mask, past: (
+            past and ids.shape[1] == 1 and not bool(mask.all())
+        ),
+        "several tokens, ragged cache": lambda ids, mask, past: past and ids.shape[1] > 1,
+    }
+    for name, branch in branches.items():
 
-    def off(model, ids, positions, mask, past, keep):  # noqa: ANN001, ANN202
-        logits, layers = plain(model, ids, positions, mask, past, keep)
-        if ids.shape[1] > 1 and past:  # several tokens fed over a ragged cache
-            logits = logits.clone()
-            logits[0, -1, 0] = torch.nextafter(logits[0, -1, 0], torch.tensor(1e9))
-        return logits, layers
+        def off(model, ids, positions, mask, past, keep, branch=branch):  # noqa: ANN001, ANN202
+            logits, layers = plain(model, ids, positions, mask, past, keep)
+            if branch(ids, mask, past):
+                logits = logits.clone()
+                logits[0, -1, 0] = torch.nextafter(logits[0, -1, 0], torch.tensor(1e9))
+            return logits, layers
 
-    monkeypatch.setattr(fast, "qwen2_pass", off)
-    assert not fast.same_as_transformers(qwen2(4, 2))
+        monkeypatch.setattr(fast, "qwen2_pass", off)
+        assert not fast.same_as_transformers(qwen2(4, 2)), name
+    monkeypatch.setattr(fast, "qwen2_pass", plain)
+    assert fast.same_as_transformers(qwen2(4, 2))
 
 
 def test_an_engine_on_its_own_pass_samples_what_transformers_pass_does() -> None:
