@@ -162,13 +162,9 @@ def random_pass(gen: torch.Generator, model: torch.nn.Module) -> tuple:
     for r in range(rows):
         ids[r, new - fed[r] :] = torch.randint(3, 12, (fed[r],), generator=gen)
         positions[r, new - fed[r] :] = torch.arange(cached[r], cached[r] + fed[r])
-    mask = torch.cat(
-        (
-            torch.arange(width) < torch.tensor(cached)[:, None],
-            torch.arange(new, 0, -1) <= torch.tensor(fed)[:, None],
-        ),
-        dim=1,
-    ).long()
+    from rlsched.engines.kvpass import real_columns
+
+    mask = real_columns(torch.tensor(cached), torch.tensor(fed), width, new)
     attn = model.model.layers[0].self_attn
     shape = (rows, model.config.num_key_value_heads, width, attn.head_dim)
     past = [

@@ -225,6 +225,20 @@ def test_a_device_lost_before_the_core_heard_gets_no_call(driver: Driver) -> Non
         driver._untold.discard(1)
 
 
+TRAINING_CALLS = ("train_step", "train_grads", "train_apply", "train_export", "train_commit")
+
+
+def logged(name: str) -> Any:
+    """`DeviceWorker`'s method `name`, its name noted in the worker's `calls` first."""
+
+    def method(self: "CallLog", *args: Any) -> Any:
+        self.calls.append(name)
+        return getattr(DeviceWorker, name)(self, *args)
+
+    method.__name__ = name
+    return method
+
+
 class CallLog(DeviceWorker):
     """A device worker that keeps the names of its training calls in order: a call through
     Ray, and the calls a method makes on `self`."""
@@ -236,25 +250,9 @@ class CallLog(DeviceWorker):
     def log(self) -> list[str]:
         return self.calls
 
-    def train_step(self, *args: Any) -> Any:
-        self.calls.append("train_step")
-        return super().train_step(*args)
 
-    def train_grads(self, *args: Any) -> Any:
-        self.calls.append("train_grads")
-        return super().train_grads(*args)
-
-    def train_apply(self, *args: Any) -> Any:
-        self.calls.append("train_apply")
-        return super().train_apply(*args)
-
-    def train_export(self, *args: Any) -> Any:
-        self.calls.append("train_export")
-        return super().train_export(*args)
-
-    def train_commit(self, *args: Any) -> Any:
-        self.calls.append("train_commit")
-        return super().train_commit(*args)
+for _name in TRAINING_CALLS:
+    setattr(CallLog, _name, logged(_name))
 
 
 def test_one_device_trains_in_one_call_and_several_by_the_graph(driver: Driver) -> None:
