@@ -12,7 +12,7 @@ from rlsched.core.shell import PendingDeviceOp, PendingEnvStep, PendingRequest
 from rlsched.envs.base import StepLatency
 from rlsched.envs.grid import GridWalk
 from rlsched.model import action_token_ids, load_tokenizer
-from rlsched.runtime.driver import Driver
+from rlsched.runtime.driver import CollectCall, Driver
 from rlsched.runtime.recorder import Recorder
 from rlsched.runtime.workers import DeviceWorker, EnvPool
 
@@ -57,12 +57,27 @@ def test_a_turn_an_environment_step_and_an_offload(driver: Driver) -> None:
     ids = driver.tokenizer.encode(prompts[0]).ids
     driver.store.add_group(0, ids)
     driver._dispatch(Dispatch(0, 0, 0, 0, 0, len(ids), 0, 4, 0, None))
-    ref, pending = only(driver, PendingRequest)
-    out = ray.get(ref)
+    # 0.10.0: the turn waits in the mailbox until the flush, which sends it with a collect
+    assert not driver._pending and driver.mailbox.out() == 1
+    pending = driver._requests[0]
     assert pending.device == 0 and (pending.op.command.rid, pending.op.command.tid) == (0, 0)
-    assert len(out.token_ids) == 1 and out.token_ids[0] in driver.sampling.allowed_token_ids
-    assert driver.recorder._inflight[0] == 1
     assert driver.ledger.outstanding(PendingRequest) == [pending.op]
+    assert driver.recorder._inflight[0] == 1
+    driver._flush()
+    assert sorted(type(p.op).__name__ for p in driver._pending.values()) == [
+        "CollectCall",
+        "NoneType",
+    ]
+    ref, collect = only(driver, CollectCall)
+    submit, sent = next(iter(driver._pending.items()))
+    del driver._pending[submit]
+    assert (collect.device, collect.op.device, sent.device, sent.op) == (0, 0, 0, None)
+    assert ray.get(submit) == 1
+    [out] = ray.get(ref)
+    assert out.rid == 0 and len(out.token_ids) == 1
+    assert out.token_ids[0] in driver.sampling.allowed_token_ids
+    driver._flush()
+    assert not driver._pending  # nothing queued: no call
     driver.store.add_generated(0, 0, out.token_ids, out.logprobs)
     driver._start_env_step(StartEnvStep(0, 0, driver.now() + 30.0))
     ref, pending = only(driver, PendingEnvStep)

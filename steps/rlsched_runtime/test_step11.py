@@ -13,6 +13,7 @@ from rlsched.core.events import (
     EnvStepFailed,
     EnvStepTimedOut,
     OffloadDone,
+    RequestAborted,
     RequestFinished,
     TrainingDone,
     WorkerLost,
@@ -25,6 +26,7 @@ from rlsched.core.shell import (
     PendingRequest,
     PendingTrain,
 )
+from rlsched.runtime.driver import CollectCall
 
 
 @pytest.fixture(scope="module")
@@ -41,6 +43,18 @@ def answer(driver, kind: type) -> list:
     return driver._answer(ref, pending)
 
 
+def collected(driver) -> list:
+    """0.10.0: send the queued turn (`_flush`: a submit and its device's collect), then the
+    events of the collect's answer; the submit's own answer makes none."""
+    driver._flush()
+    [(submit, sent)] = [(r, p) for r, p in driver._pending.items() if p.op is None]
+    events = answer(driver, CollectCall)
+    del driver._pending[submit]
+    ray.wait([submit], timeout=30)
+    assert driver._answer(submit, sent) == []
+    return events
+
+
 def start_group(driver) -> list[int]:
     prompts = ray.get(driver.envpool.reset.remote([0, 1, 2, 3], [9] * 4))
     ids = driver.tokenizer.encode(prompts[0]).ids
@@ -53,7 +67,7 @@ def test_answers_env_faults_and_a_lost_worker(cluster: None) -> None:
     driver = make_driver(tiny(env={"name": "faulty-grid"}), {"size": 3, "fail_prob": 0.5})
     ids = start_group(driver)
     driver._dispatch(Dispatch(0, 0, 0, 0, 0, len(ids), 0, 4, 0, None))
-    [event] = answer(driver, PendingRequest)
+    [event] = collected(driver)
     assert isinstance(event, RequestFinished) and event.new_tokens == 1
     assert driver.recorder._inflight[0] == 0 and driver.gen_tokens == 1
     # environment steps: an answer, or (seeded faults) a failure ending the trajectory
@@ -82,8 +96,9 @@ def test_answers_env_faults_and_a_lost_worker(cluster: None) -> None:
     ids1 = driver.store.records[1].tokens
     ray.kill(driver.workers[0], no_restart=True)
     driver._dispatch(Dispatch(1, 1, 0, 0, 0, len(ids1), 0, 4, 0, None))
-    [event] = answer(driver, PendingRequest)
+    [event] = collected(driver)
     assert isinstance(event, WorkerLost) and event.device == 0 and driver.lost == {0}
+    assert driver._requests == {} and driver.mailbox.out() == 0  # forgotten with the actor
     driver._device_op(Offload(4, (0,)))
     assert not [p for p in driver._pending.values() if p.device == 0]
 
@@ -106,14 +121,18 @@ def test_a_hanging_environment_step_times_out(cluster: None) -> None:
 
 def test_a_request_past_its_session_deadline_is_aborted(cluster: None) -> None:
     """The session deadline's timer sends an abort to the request's rank (its answer still
-    comes through `generate`); it makes no event of its own."""
+    comes through `collect`); it makes no event of its own. A turn still queued is sent before
+    its abort (0.10.0)."""
     driver = make_driver(tiny())
     ids = start_group(driver)
     driver._dispatch(Dispatch(0, 0, 0, 0, 1, len(ids), 0, 4, 0, driver.now() + 0.2))
     time.sleep(0.3)
     assert driver._expired_timers() == []
-    aborts = [p for p in driver._pending.values() if p.op is None]
-    assert [p.device for p in aborts] == [1] and driver.ledger.outstanding(PendingRequest)
+    sent = [(p.device, type(p.op).__name__) for p in driver._pending.values()]
+    assert sent == [(1, "NoneType"), (1, "CollectCall"), (1, "NoneType")]  # submit, abort last
+    assert driver.ledger.outstanding(PendingRequest) and driver.mailbox.out() == 1
+    [event] = answer(driver, CollectCall)  # finished before the abort, or aborted by it
+    assert isinstance(event, RequestFinished | RequestAborted) and event.rid == 0
 
 
 def test_a_lost_device_fails_the_training_step_it_was_in(cluster: None) -> None:
@@ -163,8 +182,9 @@ def test_a_lost_worker_is_replaced_and_its_old_answers_are_dropped(cluster: None
     old = driver.workers[0]
     ray.kill(old, no_restart=True)
     driver._dispatch(Dispatch(0, 0, 0, 0, 0, len(ids), 0, 4, 0, None))
+    driver._flush()
     driver._device_op(Offload(7, (0,)))  # sent to the dead actor before its loss is seen
-    [(ref, pending)] = [(r, p) for r, p in driver._pending.items() if type(p.op) is PendingRequest]
+    [(ref, pending)] = [(r, p) for r, p in driver._pending.items() if type(p.op) is CollectCall]
     del driver._pending[ref]
     ray.wait([ref], timeout=30)
     lost = driver._answer(ref, pending)

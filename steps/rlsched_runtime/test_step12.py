@@ -201,11 +201,7 @@ def test_a_dispatch_to_a_rank_lost_earlier_in_its_batch_is_given_back_to_the_cor
             dispatched.append(command)
             if raced or command.rank != 0:
                 return
-            on_rank = [
-                (ref, pending)
-                for ref, pending in driver._pending.items()
-                if pending.device == 0 and isinstance(pending.op, PendingRequest)
-            ]
+            on_rank = [p for p in driver._requests.values() if p.device == 0]  # turns out there
             if not on_rank:
                 return
             actor = driver.workers[0]
@@ -222,9 +218,9 @@ def test_a_dispatch_to_a_rank_lost_earlier_in_its_batch_is_given_back_to_the_cor
         def feed(events: list) -> None:
             if raced and not unsent:  # the batch after the racing dispatch
                 rid = raced[0].rid
-                ops = [p.op for p in driver._pending.values()]
-                sent = [op for op in ops if isinstance(op, PendingRequest)]
-                unsent.append(all(op.command.rid != rid for op in sent))
+                queued = [r[0] for q in driver.mailbox._queued.values() for r in q]
+                sent = [op.command.rid for op in driver.ledger.outstanding(PendingRequest)]
+                unsent.append(rid not in driver._requests and rid not in queued + sent)
             original(events)
 
         driver.on_command = on_command

@@ -23,6 +23,7 @@ from rlsched.core.commands import (
     Train,
     TrainSample,
 )
+from rlsched.core.events import RequestAborted, RequestFinished
 from rlsched.core.shell import (
     COMMAND_TYPES,
     PendingDeviceOp,
@@ -290,3 +291,21 @@ def test_one_device_trains_in_one_call_and_several_by_the_graph(driver: Driver) 
     )
     for actor in (one, b, c):
         ray.kill(actor)
+
+
+def test_an_abort_sends_the_turns_still_queued_first(driver: Driver) -> None:
+    """0.10.0: a turn dispatched in the same batch as its abort is sent before it, so the abort
+    meets the turn (or its end) and the turn's output comes back through the collect."""
+    driver.store.add_group(5, [1, 2, 3])
+    driver.execute(Dispatch(50, 20, 5, 0, 0, 3, 0, 4, 0, None))
+    driver.execute(Abort(0, (50,)))
+    order = [(p.device, type(p.op).__name__) for p in driver._pending.values()]
+    assert order == [(0, "NoneType"), (0, "CollectCall"), (0, "NoneType")]
+    events = []
+    for ref, pending in list(driver._pending.items()):
+        del driver._pending[ref]
+        ray.wait([ref], timeout=60)
+        events.extend(driver._answer(ref, pending))
+    [event] = events
+    assert event.rid == 50 and isinstance(event, RequestFinished | RequestAborted)
+    assert not driver._requests and driver.mailbox.out() == 0 and len(driver.ledger) == 0

@@ -25,7 +25,7 @@ from rlsched.core.events import (
     WeightsSynced,
 )
 from rlsched.core.shell import PendingDeviceOp, PendingEnvStep, PendingRequest
-from rlsched.runtime.driver import Commit, Driver, Pending, PromptsCall, TrainCall
+from rlsched.runtime.driver import CollectCall, Commit, Driver, Pending, PromptsCall, TrainCall
 
 
 @pytest.fixture(scope="module")
@@ -46,6 +46,17 @@ def answers(driver: Driver, kind: type) -> list:
     return events
 
 
+def sent(driver: Driver) -> list:
+    """Flush the queued turns (0.10.0); wait for the submits' answers, which make no event."""
+    driver._flush()
+    submits = [(r, p) for r, p in driver._pending.items() if p.op is None]
+    for ref, pending in submits:
+        del driver._pending[ref]
+        ray.wait([ref], timeout=60)
+        assert driver._answer(ref, pending) == []
+    return [p for p in driver._pending.values() if type(p.op) is CollectCall]
+
+
 def test_a_turn_from_its_prompt_to_its_environment_step(driver: Driver) -> None:
     driver.execute(LoadPrompts(7, 1))
     [loaded] = answers(driver, PromptsCall)
@@ -55,8 +66,11 @@ def test_a_turn_from_its_prompt_to_its_environment_step(driver: Driver) -> None:
     assert driver.store.records[3].tokens == driver.store.records[0].tokens
     assert len(driver.ledger) == 0
     driver.execute(Dispatch(0, 0, 0, 0, 0, length, 0, 4, 0, None))
-    [finished] = answers(driver, PendingRequest)
+    [collect] = sent(driver)
+    assert collect.device == 0 and driver.ledger.outstanding(PendingRequest)
+    [finished] = answers(driver, CollectCall)
     assert finished == RequestFinished(pytest.approx(driver.now(), abs=5), 0, 1, False)
+    assert not driver._pending and not driver._requests and driver.mailbox.out() == 0
     assert driver.gen_tokens == 1 and len(driver.gen_latency_s) == 1
     assert driver.recorder._inflight[0] == 0 and len(driver.store.records[0].pending_ids) == 1
     assert len(driver.ledger) == 0
@@ -115,3 +129,26 @@ def test_a_training_step_answers_once_and_a_given_up_step_is_late(driver: Driver
     assert driver._answer(ref, Pending(late, 1)) == []
     assert driver.counters["late_train_answers"] == 1 and driver.ledger.late["PendingTrain"] == 1
     assert len(driver.recorder.rows) == 1 and driver._weights_version == 1
+
+
+def test_a_collect_is_armed_again_while_turns_remain_out_on_its_device(driver: Driver) -> None:
+    """0.10.0: the first collect came back with the one turn that had ended when a second turn
+    went out; the handler arms the next collect for it, and arms none once both are back."""
+    driver.execute(LoadPrompts(8, 1))
+    answers(driver, PromptsCall)
+    length = driver._prompt_len[1]
+    driver.execute(Dispatch(20, 4, 1, 0, 0, length, 0, 4, 0, None))
+    [first] = sent(driver)
+    [ref] = [r for r, p in driver._pending.items() if p is first]
+    ray.wait([ref], timeout=60)  # it has answered: with turn 20 alone
+    driver.execute(Dispatch(21, 5, 1, 0, 0, length, 0, 4, 0, None))
+    assert sent(driver) == [first]  # the second turn's submit armed no second collect
+    assert driver.mailbox.out() == 2 and sorted(driver._requests) == [20, 21]
+    [one] = answers(driver, CollectCall)
+    assert isinstance(one, RequestFinished) and one.rid == 20
+    [second] = [p for p in driver._pending.values() if type(p.op) is CollectCall]
+    assert second is not first and second.device == 0 and sorted(driver._requests) == [21]
+    [two] = answers(driver, CollectCall)
+    assert isinstance(two, RequestFinished) and two.rid == 21
+    assert not driver._pending and not driver._requests and driver.mailbox.out() == 0
+    assert len(driver.ledger) == 0
