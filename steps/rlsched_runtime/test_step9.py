@@ -110,17 +110,39 @@ def test_a_stop_wakes_a_waiting_collect_with_nothing() -> None:
 
 
 def test_a_decode_failure_wakes_a_waiting_collect_and_every_later_one() -> None:
+    """The engine fails at its third step, after the collect woken by the submit has found
+    nothing and waits again (the check holds the gate between the steps until it does), so
+    only the failure's own wake-up can end that wait."""
     w = worker()
+    step = w.engine.step
+    calls = [0]
+    second, held = threading.Event(), threading.Event()
 
-    def broken() -> list:
-        raise ValueError("the engine broke")
+    def breaks_at_the_third_step() -> list:
+        calls[0] += 1
+        if calls[0] == 3:
+            raise ValueError("the engine broke")
+        outputs = step()
+        if calls[0] == 2:
+            second.set()
+            assert held.wait(30)  # the check holds the gate: no third step until it lets go
+        return outputs
 
-    w.engine.step = broken
+    w.engine.step = breaks_at_the_third_step
     errors: list[BaseException] = []
-    th = threading.Thread(target=lambda: errors.append(pytest.raises(RuntimeError, w.collect)))
+    th = threading.Thread(
+        target=lambda: errors.append(pytest.raises(RuntimeError, w.collect)), daemon=True
+    )
     th.start()
     time.sleep(0.05)  # the collect waits before the failure (either order must wake it)
-    w.submit([(30, [3, 4], 4, None)], Sampling())
+    w.submit([(30, [3, 4], 20, None)], Sampling())
+    assert second.wait(30)
+    with w._gate:
+        held.set()
+        deadline = time.monotonic() + 30
+        while len(w._lock._waiters) < 1:  # the collect is waiting again, nothing to return
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
     th.join(timeout=30)
     assert len(errors) == 1, "the waiting collect was not woken by the failure"
     with pytest.raises(RuntimeError) as later:
