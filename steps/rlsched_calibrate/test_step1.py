@@ -11,7 +11,13 @@ from runtime_parts import TINY
 
 from rlsched.cli import cli
 from rlsched.runtime.bench import fit_line
-from rlsched.runtime.calibrate import decode_step_s, fit_decode, profile_costs
+from rlsched.runtime.calibrate import (
+    decode_step_s,
+    fit_decode,
+    layout_costs,
+    profile_costs,
+    time_decode,
+)
 from rlsched.runtime.config import load_run_config
 from rlsched.sim.params import load_sim_config
 
@@ -40,6 +46,23 @@ def test_fit_decode_recovers_a_known_model_and_stays_non_negative() -> None:
     ]
     fixed, per_request, per_context = fit_decode(falling)
     assert per_request == 0.0 and fixed > 0 and per_context >= 0
+    # the per-request cost clipped, the per-context-token cost refitted beside the fixed one
+    cells = [(b, c) for b in (1, 2, 8) for c in (10.0, 100.0)]
+    falls = [
+        {"batch": b, "context": c, "step_s": 0.01 - 0.0002 * b + 2e-6 * b * c} for b, c in cells
+    ]
+    fixed, per_request, per_context = fit_decode(falls)
+    assert per_request == 0.0 and fixed > 0 and per_context > 0
+    # a negative fixed cost clipped: the rest refitted, not given up
+    rising = [{"batch": b, "context": c, "step_s": -0.001 + 0.001 * b} for b, c in cells]
+    fixed, per_request, per_context = fit_decode(rising)
+    assert fixed == 0.0 and per_request > 0
+    # nothing left to fit (every figure falls): no cost at all
+    assert fit_decode([{"batch": b, "context": c, "step_s": -0.01} for b, c in cells]) == (
+        0.0,
+        0.0,
+        0.0,
+    )
     with pytest.raises(ValueError, match="VAL_NON_EMPTY"):
         fit_decode([])
 
@@ -124,3 +147,44 @@ def test_a_bad_config_is_one_line(tmp_path: Path) -> None:
     result = CliRunner().invoke(cli, ["calibrate", str(config), "--out", str(tmp_path / "p")])
     assert result.exit_code != 0 and "Traceback" not in result.output
     assert not (tmp_path / "p").exists()
+
+
+def test_layout_costs_passes_each_layout_figure_the_simulator_takes() -> None:
+    """The step model's terms under their cost names, every other figure as measured; a
+    figure the layout lacks is left out (older profiles), and no layout gives nothing."""
+    names = ("request_in_s", "request_out_s", "env_call_s", "request_in_s_per_call")
+    names += ("request_out_s_per_call", "env_call_s_per_call", "env_call_s_per_env_step")
+    names += ("train_fixed_s", "train_s_per_token", "sync_s", "offload_s", "reload_s")
+    names += ("step_alone_factor", "step_split_tokens", "train_alone_factor")
+    names += ("train_together_factor", "driver_turn_s")
+    layout = {name: {"value": i + 0.5, "source": f"s{i}"} for i, name in enumerate(names)}
+    layout["request_in_spread"] = {"quantiles": [0.5, 1.5], "source": "spread"}
+    layout["step"] = {"fixed_s": 0.01, "answer_s": 0.002, "source": "fit"}
+    costs = layout_costs({"layout": layout})
+    assert costs["step_fixed_s"] == {"value": 0.01, "source": "fit: fixed_s"}
+    assert costs["step_answer_s"] == {"value": 0.002, "source": "fit: answer_s"}
+    assert "step_token_s" not in costs and "request_out_spread" not in costs
+    assert {name: costs[name] for name in names} == {name: layout[name] for name in names}
+    assert costs["request_in_spread"] == layout["request_in_spread"]
+    assert len(costs) == len(names) + 3
+    assert layout_costs({}) == {} and layout_costs({"layout": None}) == {}
+
+
+def test_a_decode_cell_times_its_requests_first_step_and_its_decode_steps() -> None:
+    """`time_decode` submits its batch, times one step with the prefill and `steps` more,
+    then aborts what is left: the engine ran every one of them over the whole batch."""
+    from rlsched.engines.base import Sampling
+    from rlsched.engines.factory import make_engine
+    from rlsched.envs.base import resolve_env
+    from rlsched.model import action_token_ids, load_tokenizer
+
+    cfg = load_run_config(TINY)
+    env_cls = resolve_env(cfg.env.name)
+    tok = load_tokenizer(cfg.model, env_cls.words)
+    allowed = tuple(action_token_ids(tok, env_cls.actions))
+    engine = make_engine("kv", cfg.model, tok.get_vocab_size(), 8, 0)
+    sample = time_decode(engine, 3, 10, 4, Sampling(1.0, allowed, ()), 2)
+    assert engine.forward_passes == 5 and engine.tokens_padded >= 3 * 10 + 4 * 3
+    assert sample["batch"] == 3 and sample["context"] == 10 + 5 / 2
+    assert sample["step_s"] > 0 and sample["first_step_s"] > 0
+    assert engine.num_active == 0 and engine.step() == []  # the rest aborted, none left

@@ -13,6 +13,7 @@ from runtime_parts import start_ray, tiny
 from rlsched.runtime.bench import fit_line
 from rlsched.runtime.calibrate import (
     cell_done,
+    closed_loop,
     fit_layout,
     fit_lsq,
     measure_layout,
@@ -79,6 +80,24 @@ def test_a_cell_runs_its_seconds_and_until_each_worker_ended_a_turn() -> None:
     assert cell_done(-60.5, 2)(0)  # a minute past its seconds: stop even without a turn
 
 
+def test_a_turn_of_the_closed_loop_is_sent_with_its_batch() -> None:
+    """0.10.0: a request's way in starts when its batch is flushed, not when it was queued:
+    every fresh trajectory's first turn goes out in the first flush, at one time."""
+    probes = start_probes(tiny())
+    try:  # seed 5: ids count from 5,000,000, a trajectory's id before its first turn's
+        loop = closed_loop(probes, [0, 1], (3, 2, 1, 4), lambda turns: turns >= 30, 5)
+    finally:
+        for actor in probes["actors"]:
+            ray.kill(actor, no_restart=True)
+        if probes["started"]:
+            ray.shutdown()
+    first = [r for r in loop["requests"] if r[0] <= 5_000_011]  # the six first turns
+    assert len(first) >= 3  # those answered before the loop stopped (at least 30 turns)
+    assert len({sent for _, _, sent, _ in first}) == 1
+    assert len({sent for _, _, sent, _ in loop["requests"]}) > 1  # later batches, later
+    assert all(answered >= sent for _, _, sent, answered in loop["requests"])
+
+
 @pytest.mark.parametrize("process", ["auto", "actor"])
 def test_the_run_layout_measured_on_a_real_cluster(tmp_path: Path, process: str) -> None:
     """`auto`: GridWalk steps in this process, as the run's driver steps it (0.6.0); `actor`:
@@ -89,7 +108,13 @@ def test_the_run_layout_measured_on_a_real_cluster(tmp_path: Path, process: str)
     if joined:
         start_ray()
     samples = measure_layout(
-        cfg, seconds=0.1, walks=2, grid=grid, train_grid=((4, 8), (8, 8)), alone=((4, 2, 1, 4),)
+        cfg,
+        seconds=0.1,
+        walks=2,
+        grid=grid,
+        train_grid=((4, 8), (8, 8)),
+        alone=((4, 2, 1, 4),),
+        driver_steps=2,
     )
     assert ray.is_initialized() is joined  # started here, stopped here; else left running
     if joined:
@@ -115,6 +140,13 @@ def test_the_run_layout_measured_on_a_real_cluster(tmp_path: Path, process: str)
         (2, 2, 3, 1, 4),
     ]
     assert all(c["steps"] and c["in_s"] and c["out_s"] and c["env_s"] for c in cells)
+    # 0.10.0: the run's own driver on a fresh cluster, after the rest: the config's mode, the
+    # steps asked for after the first, the turns it dispatched in them, the seconds it was
+    # busy (not waiting) and its thread's CPU
+    driver = samples["driver"]
+    assert (driver["mode"], driver["steps"]) == (cfg.scheduler.mode, 2)
+    assert driver["turns"] >= cfg.scheduler.train_batch_size
+    assert driver["busy_s"] > 0 and driver["cpu_s"] > 0
     # each environment call with the steps in flight when it was sent: fewer than the cell's
     # trajectories, and more than none where more than one trajectory ran
     for cell in cells:
@@ -154,6 +186,7 @@ def test_the_run_layout_measured_on_a_real_cluster(tmp_path: Path, process: str)
     # the profile section is the fit of these samples; the simulator's loader takes it
     layout = fit_layout(samples)
     full = [c for c in cells if c["workers"] == 2]
+    assert layout["driver_turn_s"]["value"] == pytest.approx(driver["busy_s"] / driver["turns"])
     assert samples["split_tokens"] == 128 and layout["step_split_tokens"]["value"] == 128
     assert all(s[5] in (1, 2) for c in cells for s in c["steps"])
     # every request that finished left while a later step ran, or when none followed: the

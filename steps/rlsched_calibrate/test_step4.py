@@ -137,6 +137,8 @@ def _layout() -> dict:
             {"offload_s": 0.005, "reload_s": 0.004},
         ],
         "split_tokens": 128,
+        # the run's driver: busy 12 ms over 100 turns, 9 ms of it CPU
+        "driver": {"mode": "timeshare", "steps": 4, "turns": 100, "busy_s": 0.012, "cpu_s": 0.009},
     }
 
 
@@ -181,6 +183,12 @@ def test_the_layout_section_fits_its_samples_and_names_its_source() -> None:
         in (layout["train_alone_factor"]["source"])
     )
     assert layout["offload_s"]["value"] == pytest.approx(0.004)
+    # 0.10.0: the driver's own work a turn, its busy seconds (not its CPU) over its turns
+    assert layout["driver_turn_s"]["value"] == pytest.approx(1.2e-4)
+    assert layout["driver_turn_s"]["source"].endswith(
+        "the run's driver busy (not waiting) 0.012 s over 4 timeshare steps of 100 turns"
+        " (CPU 90 us a turn)"
+    )
     assert layout["reload_s"]["value"] == pytest.approx(0.003)
     for key, figure in layout.items():
         assert figure["source"].startswith(stamp), key
@@ -195,6 +203,7 @@ def test_the_layout_section_fits_its_samples_and_names_its_source() -> None:
     assert costs["train_alone_factor"] == layout["train_alone_factor"]
     assert costs["train_together_factor"] == layout["train_together_factor"]
     assert costs["step_split_tokens"] == layout["step_split_tokens"]
+    assert costs["driver_turn_s"] == layout["driver_turn_s"]
     for key in ("request_in_spread", "request_out_spread"):
         assert costs[key] == layout[key]
         assert Spread(**costs[key]).quantiles == tuple(layout[key]["quantiles"])
@@ -204,10 +213,17 @@ def test_the_layout_section_fits_its_samples_and_names_its_source() -> None:
     for key in ("step_split_tokens", "request_in_spread", "request_out_spread"):
         del old[key]
     del old["train_together_factor"]
+    del old["driver_turn_s"]
     costs = layout_costs({"layout": old})
     assert "step_pass_s" not in costs and "step_split_tokens" not in costs
     assert "step_answer_s" not in costs and "request_in_spread" not in costs
-    assert "train_together_factor" not in costs
+    assert "train_together_factor" not in costs and "driver_turn_s" not in costs
+    assert "driver" not in layout_summary(old)
+    # samples without a driver (calibrate 0.9, or `driver_steps=0`) or without a turn in it:
+    # no figure
+    assert "driver_turn_s" not in fit_layout(_layout() | {"driver": None})
+    idle = {"mode": "m", "steps": 1, "turns": 0, "busy_s": 0.1, "cpu_s": 0.1}
+    assert "driver_turn_s" not in fit_layout(_layout() | {"driver": idle})
     # samples measured before training together was (calibrate 0.7): no factor
     assert "train_together_factor" not in fit_layout(
         {k: v for k, v in _layout().items() if k != "train_together"}
@@ -218,6 +234,7 @@ def test_the_layout_section_fits_its_samples_and_names_its_source() -> None:
     assert line.startswith("in the run's layout: step 10.00 ms + 1.000 ms/row")
     assert "2.000 ms/join + 3.00 ms/second pass + 0.500 ms/answer (x0.80 alone)" in line
     assert "environment call 4.0 ms + 2.00 ms per environment step in flight" in line
+    assert line.endswith("reload 3.0 ms; driver 120 us a turn")
     # an engine that never splits (the recompute engine): no split figure
     assert "step_split_tokens" not in fit_layout(_layout() | {"split_tokens": None})
     # steps that took no time: every term 0, and the alone factor cannot be told (1)

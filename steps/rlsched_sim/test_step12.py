@@ -180,9 +180,11 @@ def test_the_engine_step_model_runs_a_whole_step_by_hand() -> None:
     cfg, cost, work = _stepped()
     simulation = Simulation(cfg, cost, work, check_invariants=True)
     assert {type(rank).__name__ for rank in simulation.ranks} == {"StepRank"}
-    result = simulation.run(3)
+    seen: list[int] = []
+    result = simulation.run(3, seen.append)
     step = 0.5 + 0.604 + 0.25 + 1.2 + 0.5 + 0.515 + 0.25 + 1.2 + 2.13
     assert result.step_done == pytest.approx([step, 2 * step, 3 * step])
+    assert seen == [1, 2, 3] and result.wall_s > 0  # progress after each step; its own time
     assert result.decoded_tokens == result.useful_tokens == 30
     assert result.prefill_tokens == 3 * (99 + 10)  # fed beyond one token per row and step
     # the device serves from each dispatch to its answer
@@ -326,6 +328,57 @@ def test_an_environment_call_waits_for_the_service_of_the_calls_ahead() -> None:
         at for at, _seq, event, _ in simulation._heap if type(event).__name__ == "EnvStepDone"
     )
     assert done[2:] == [pytest.approx(0.5 + 0.1 + 1.2), pytest.approx(1.0 + 1.2)]
+
+
+def test_the_driver_serves_the_answers_in_batches() -> None:
+    """0.20.0: answers that arrive while the driver is free form a batch served at
+    `driver_turn_s` each; the batch's environment steps start together at its end; an answer
+    arriving meanwhile waits for the next batch. Without the figure nothing waits."""
+    cfg, cost, work = _stepped(driver_turn_s=0.1)
+    simulation = Simulation(cfg, cost, work)
+    for rid in range(3):
+        simulation._dispatch(Dispatch(rid, rid, 0, 0, 0, 100, 0, 5, 0, None))
+
+    def started() -> list[tuple[float, int]]:
+        return sorted(
+            (at, event.tid)
+            for at, _seq, event, _ in simulation._heap
+            if type(event).__name__ == "EnvStepDone"
+        )
+
+    def drain(until: float) -> None:  # the driver's own wake-ups, as `run` pops them
+        while True:
+            wakes = [item for item in simulation._heap if item[2] is None and item[3] == -1]
+            due = min(wakes, default=None)
+            if due is None or due[0] > until:
+                return
+            simulation._heap.remove(due)
+            simulation.now = due[0]
+            simulation._driver_batch(due[0])
+
+    simulation._env_step(StartEnvStep(0, 0, 10.0))  # at 0: a batch of two, served until 0.2
+    simulation._env_step(StartEnvStep(1, 0, 10.0))
+    simulation.now = 0.15
+    simulation._env_step(StartEnvStep(2, 0, 10.0))  # the driver is busy: the next batch
+    assert started() == []
+    drain(0.2)  # the first wake-up (0.1) was superseded when the batch grew
+    # both start at 0.2: the call's 0.2 s and the environment's 1 s
+    assert started() == [(pytest.approx(1.4), 0), (pytest.approx(1.4), 1)]
+    drain(10.0)  # the held answer, a batch of one from 0.2 to 0.3
+    assert started()[2:] == [(pytest.approx(1.5), 2)]
+    assert simulation._batch == simulation._held == []
+    # a step held past its deadline times out when it is released, not before now
+    late = Simulation(cfg, cost, work)
+    late._dispatch(Dispatch(0, 0, 0, 0, 0, 100, 0, 5, 0, None))
+    late._env_step(StartEnvStep(0, 0, 0.05))
+    late.now = 0.1
+    late._driver_batch(0.1)
+    [(at, event)] = [(at, e) for at, _s, e, _ in late._heap if e is not None]
+    assert (type(event).__name__, at, event.time) == ("EnvStepTimedOut", 0.1, 0.1)
+    # a whole run by hand: each turn's answer is a batch of one, 0.05 s before its call
+    result = Simulation(cfg, _stepped(driver_turn_s=0.05)[1], work).run(1)
+    step = 0.5 + 0.604 + 0.25 + 0.05 + 1.2 + 0.5 + 0.515 + 0.25 + 0.05 + 1.2 + 2.13
+    assert result.step_done == pytest.approx([step])
 
 
 def test_a_step_rank_alone_on_the_machine_steps_faster() -> None:
