@@ -292,6 +292,14 @@ RECORDED_BOUND = {
     ("s0648", "s0648"): {"colocate": 0.08, "disaggregated": 0.03, "timeshare": 0.03},
     ("s0626", "s0648"): {"colocate": 0.12, "disaggregated": 0.03, "timeshare": 0.04},
     ("s0648", "s0626"): {"colocate": 0.03, "disaggregated": 0.02, "timeshare": 0.02},
+    # sessions c, d and e of 2026-11-28 (s1113, s1119, s1153; runtime 0.10: turns in batches;
+    # calibrate 0.10 and sim 0.20: the driver's own work a turn, served in batches): each
+    # session's runs from its own profile, and d's and e's from each other's
+    ("s1113", "s1113"): {"colocate": 0.07, "disaggregated": 0.16, "timeshare": 0.04},
+    ("s1119", "s1119"): {"colocate": 0.05, "disaggregated": 0.10, "timeshare": 0.08},
+    ("s1153", "s1153"): {"colocate": 0.05, "disaggregated": 0.01, "timeshare": 0.04},
+    ("s1119", "s1153"): {"colocate": 0.11, "disaggregated": 0.15, "timeshare": 0.15},
+    ("s1153", "s1119"): {"colocate": 0.10, "disaggregated": 0.03, "timeshare": 0.12},
 }
 
 
